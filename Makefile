@@ -1,0 +1,37 @@
+# Front door. `make train` and `make test` do all set-up on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup build train test bench lint clean
+
+setup: $(STAMP)
+
+# torch==2.13.0 first: on these machines that resolves to the CPU wheel on local disk, so the
+# project's `torch` requirement is met without pulling a multi-GB CUDA build.
+$(STAMP): pyproject.toml setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --upgrade pip setuptools wheel cython numpy
+	$(BIN)/pip install torch==2.13.0
+	$(BIN)/pip install --no-build-isolation -e '.[dev]'
+	touch $(STAMP)
+
+# Recompiles the Ocean extensions after C or Cython edits (fast: only changed files rebuild).
+build: setup
+	$(BIN)/python setup.py build_ext --inplace
+
+train: build
+	$(BIN)/python scripts/ocean_demo.py puffer_squared
+
+test: build
+	$(BIN)/python -m pytest -q
+
+bench: build
+	$(BIN)/python scripts/bench_ocean.py
+
+lint: setup
+	$(BIN)/ruff check pufferlib ocean scripts tests
+
+clean:
+	rm -rf build $(VENV) ocean/*/binding.c ocean/*/*.so *.egg-info

@@ -1,0 +1,124 @@
+"""OceanEnv: the Python face of a compiled Ocean game."""
+
+import numbers
+
+import gymnasium
+import numpy as np
+
+from pufferlib.environment import PufferEnv
+from pufferlib.exceptions import APIUsageError
+
+
+def check_int(env_name, name, value, minimum, maximum=None):
+    """Validates an integer parameter, raising ValueError that names the env and the fix."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{env_name}: {name} must be an integer, got {value!r}")
+    if value < minimum or (maximum is not None and value > maximum):
+        bounds = f">= {minimum}" if maximum is None else f"between {minimum} and {maximum}"
+        raise ValueError(f"{env_name}: {name} must be {bounds}, got {value}")
+    return int(value)
+
+
+def check_float(env_name, name, value, minimum, maximum, inclusive=True):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{env_name}: {name} must be a number, got {value!r}")
+    inside = minimum <= value <= maximum if inclusive else minimum < value < maximum
+    if not inside:
+        interval = f"[{minimum}, {maximum}]" if inclusive else f"({minimum}, {maximum})"
+        raise ValueError(f"{env_name}: {name} must lie in {interval}, got {value}")
+    return float(value)
+
+
+class OceanEnv(PufferEnv):
+    """A batch of ``num_envs`` copies of one C game, stepped by the shared C vecenv.
+
+    Subclasses set ``name``, ``binding`` (the compiled module), ``agents_per_env``, the single
+    spaces, and call ``super().__init__`` with the game's parameters. Infos: every ``log_interval``
+    steps, if episodes ended since the last report, one dict of their mean statistics.
+    """
+
+    name = "ocean"
+    binding = None
+    agents_per_env = 1
+
+    def __init__(self, num_envs=1, num_threads=1, log_interval=16, buf=None, **params):
+        self.num_envs = check_int(self.name, "num_envs", num_envs, 1)
+        self.num_threads = check_int(self.name, "num_threads", num_threads, 1)
+        self.log_interval = check_int(self.name, "log_interval", log_interval, 1)
+        self.num_agents = self.num_envs * self.agents_per_env
+        self.params = params
+        super().__init__(buf)
+        for buffer_name in ("observations", "actions", "rewards", "terminals", "truncations"):
+            if not getattr(self, buffer_name).flags.c_contiguous:
+                raise APIUsageError(f"{self.name}: buffer '{buffer_name}' must be C-contiguous")
+        action_space = self.single_action_space
+        if isinstance(action_space, gymnasium.spaces.Discrete):
+            self.action_nvec = np.array([action_space.n], dtype=np.int32)
+        else:
+            self.action_nvec = np.asarray(action_space.nvec, dtype=np.int32).ravel()
+        self.c_envs = self.binding.CVecEnv(
+            self.observations, self.actions, self.rewards, self.terminals, self.truncations,
+            self.num_envs, self.agents_per_env, self.num_threads, self.action_nvec, params,
+        )
+        self.started = False
+        self.ticks = 0
+
+    def reset(self, seed=0):
+        if seed is None:
+            seed = 0
+        self.c_envs.reset(int(seed))
+        self.started = True
+        self.ticks = 0
+        self.c_envs.log()
+        return self.observations, []
+
+    def step(self, actions):
+        if not self.started:
+            raise APIUsageError(f"{self.name}: call reset() before step()")
+        if actions is not self.actions:
+            self._copy_actions(actions)
+        finished = self.c_envs.step()
+        if finished < 0:
+            self._raise_bad_action(-finished - 1)
+        self.ticks += 1
+        infos = []
+        if self.ticks % self.log_interval == 0:
+            log = self.c_envs.log()
+            if log is not None:
+                infos.append(log)
+        return self.observations, self.rewards, self.terminals, self.truncations, infos
+
+    def _copy_actions(self, actions):
+        given = np.asarray(actions)
+        if given.shape != self.actions.shape:
+            raise ValueError(
+                f"{self.name}: actions must have shape {self.actions.shape} "
+                f"(num_agents={self.num_agents}), got shape {given.shape}"
+            )
+        if given.dtype.kind not in "iu":
+            raise ValueError(f"{self.name}: actions must be integers, got dtype {given.dtype}")
+        np.copyto(self.actions, given, casting="unsafe")
+        if given.dtype.itemsize > 4 and not np.array_equal(self.actions, given):
+            raise ValueError(f"{self.name}: actions do not fit in int32: {given.min()}..{given.max()}")
+
+    def _raise_bad_action(self, flat_index):
+        dims = self.action_nvec.size
+        agent, dim = divmod(flat_index, dims)
+        value = int(self.actions.reshape(-1)[flat_index])
+        where = f"agent {agent}" if dims == 1 else f"agent {agent}, component {dim}"
+        raise ValueError(
+            f"{self.name}: action {value} for {where} is outside the action space "
+            f"{self.single_action_space} (valid: 0..{int(self.action_nvec[dim]) - 1})"
+        )
+
+    def log(self):
+        """Mean episode statistics since the last report, or None when no episode ended."""
+        return self.c_envs.log()
+
+    def render(self, index=0):
+        """ANSI text of env ``index`` (a string; print it)."""
+        check_int(self.name, "render index", index, 0, self.num_envs - 1)
+        return self.c_envs.render(index)
+
+    def close(self):
+        self.started = False

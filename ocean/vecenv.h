@@ -1,0 +1,164 @@
+// The shared C vecenv: steps many copies of one Ocean game per call, writing straight into the
+// buffers Python owns.
+//
+// Include it after the game header. The game defines its struct (named Env through a #define in
+// the binding) with these fields, pointed by vec_bind at the env's slice of the shared buffers:
+//     observations, actions, rewards, terminals, truncations, rng (uint64_t), log (Log)
+// and these functions:
+//     void c_reset(Env*)   start an episode: write observations only
+//     int  c_step(Env*)    apply actions; write rewards, terminals, truncations for every agent;
+//                          return 1 when the episode ended
+//     int  c_render(Env*, char* buf, int capacity)   ANSI text of the env, returns its length
+// Log is a struct of floats that the game adds to when an episode ends (score, custom fields).
+//
+// Autoreset: when c_step reports the end of an episode, the env is reset within the same call.
+// The rewards, terminals and truncations of that step are kept, and the observations are already
+// the first ones of the next episode.
+#pragma once
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rng.h"
+
+_Static_assert(sizeof(Log) % sizeof(float) == 0, "Log must hold floats only");
+#define LOG_FIELDS ((int)(sizeof(Log) / sizeof(float)))
+
+typedef struct {
+    float running_return;
+    float running_length;
+    float return_sum;
+    float length_sum;
+    float episodes;
+} Episode;
+
+typedef struct {
+    Env* envs;
+    Episode* episodes;
+    int num_envs;
+    int agents_per_env;
+    int action_dims;
+    int num_threads;
+} VecEnv;
+
+static VecEnv* vec_create(int num_envs, int agents_per_env, int num_threads) {
+    VecEnv* vec = (VecEnv*)calloc(1, sizeof(VecEnv));
+    vec->envs = (Env*)calloc(num_envs, sizeof(Env));
+    vec->episodes = (Episode*)calloc(num_envs, sizeof(Episode));
+    vec->num_envs = num_envs;
+    vec->agents_per_env = agents_per_env;
+    vec->num_threads = num_threads;
+    return vec;
+}
+
+static void vec_destroy(VecEnv* vec) {
+    free(vec->envs);
+    free(vec->episodes);
+    free(vec);
+}
+
+// obs_bytes: bytes of one agent's observation; action_dims: ints of one agent's action.
+static void vec_bind(VecEnv* vec, char* observations, long obs_bytes, int* actions, int action_dims,
+                     float* rewards, unsigned char* terminals, unsigned char* truncations) {
+    int agents = vec->agents_per_env;
+    vec->action_dims = action_dims;
+    for (int i = 0; i < vec->num_envs; i++) {
+        Env* env = &vec->envs[i];
+        long first = (long)i * agents;
+        env->observations = (void*)(observations + first * obs_bytes);
+        env->actions = actions + first * action_dims;
+        env->rewards = rewards + first;
+        env->terminals = terminals + first;
+        env->truncations = truncations + first;
+    }
+}
+
+// Env i is seeded with seed + i.
+static void vec_reset(VecEnv* vec, uint64_t seed) {
+    for (int i = 0; i < vec->num_envs; i++) {
+        Env* env = &vec->envs[i];
+        env->rng = seed + (uint64_t)i;
+        memset(&env->log, 0, sizeof(Log));
+        memset(&vec->episodes[i], 0, sizeof(Episode));
+        for (int a = 0; a < vec->agents_per_env; a++) {
+            env->rewards[a] = 0.0f;
+            env->terminals[a] = 0;
+            env->truncations[a] = 0;
+        }
+        c_reset(env);
+    }
+}
+
+// Index of the first action outside [0, nvec[dim]), or -1 when all are valid.
+static long vec_find_bad_action(VecEnv* vec, const int* nvec) {
+    const int* actions = vec->envs[0].actions;
+    int dims = vec->action_dims;
+    long count = (long)vec->num_envs * vec->agents_per_env * dims;
+    if (dims == 1) {
+        unsigned int bound = (unsigned int)nvec[0];
+        for (long k = 0; k < count; k++) {
+            if ((unsigned int)actions[k] >= bound) return k;
+        }
+        return -1;
+    }
+    for (long k = 0; k < count; k++) {
+        if ((unsigned int)actions[k] >= (unsigned int)nvec[k % dims]) return k;
+    }
+    return -1;
+}
+
+static inline int vec_step_env(VecEnv* vec, int i) {
+    Env* env = &vec->envs[i];
+    Episode* episode = &vec->episodes[i];
+    int agents = vec->agents_per_env;
+    int done = c_step(env);
+    float reward = 0.0f;
+    for (int a = 0; a < agents; a++) reward += env->rewards[a];
+    episode->running_return += reward / (float)agents;
+    episode->running_length += 1.0f;
+    if (done) {
+        episode->return_sum += episode->running_return;
+        episode->length_sum += episode->running_length;
+        episode->episodes += 1.0f;
+        episode->running_return = 0.0f;
+        episode->running_length = 0.0f;
+        c_reset(env);
+    }
+    return done;
+}
+
+// Steps every env once; returns how many episodes ended.
+static int vec_step(VecEnv* vec) {
+    int finished = 0;
+    int n = vec->num_envs;
+    if (vec->num_threads <= 1) {
+        for (int i = 0; i < n; i++) finished += vec_step_env(vec, i);
+        return finished;
+    }
+    #pragma omp parallel for schedule(static) num_threads(vec->num_threads) reduction(+ : finished)
+    for (int i = 0; i < n; i++) finished += vec_step_env(vec, i);
+    return finished;
+}
+
+// Sums the episode statistics of every env since the last call into the outputs and clears them.
+// Returns the number of episodes summed; the game's Log fields come back as sums too.
+static float vec_log(VecEnv* vec, Log* out, float* return_sum, float* length_sum) {
+    float episodes = 0.0f;
+    float* totals = (float*)out;
+    memset(out, 0, sizeof(Log));
+    *return_sum = 0.0f;
+    *length_sum = 0.0f;
+    for (int i = 0; i < vec->num_envs; i++) {
+        Episode* episode = &vec->episodes[i];
+        float* fields = (float*)&vec->envs[i].log;
+        for (int f = 0; f < LOG_FIELDS; f++) totals[f] += fields[f];
+        memset(&vec->envs[i].log, 0, sizeof(Log));
+        *return_sum += episode->return_sum;
+        *length_sum += episode->length_sum;
+        episodes += episode->episodes;
+        episode->return_sum = 0.0f;
+        episode->length_sum = 0.0f;
+        episode->episodes = 0.0f;
+    }
+    return episodes;
+}

@@ -1,0 +1,87 @@
+# Shared body of every Ocean binding. A binding declares its game's `Env` and `Log` structs,
+# defines `configure(Env* env, dict params)` to copy parameters into one env, then includes this.
+cimport numpy as cnp
+from libc.stdint cimport uint64_t
+
+cnp.import_array()
+
+cdef extern from "vecenv.h":
+    ctypedef struct VecEnv:
+        Env* envs
+        int num_envs
+    VecEnv* vec_create(int num_envs, int agents_per_env, int num_threads)
+    void vec_destroy(VecEnv* vec)
+    void vec_bind(VecEnv* vec, char* observations, long obs_bytes, int* actions, int action_dims,
+                  float* rewards, unsigned char* terminals, unsigned char* truncations)
+    void vec_reset(VecEnv* vec, uint64_t seed) nogil
+    long vec_find_bad_action(VecEnv* vec, const int* nvec) nogil
+    int vec_step(VecEnv* vec) nogil
+    float vec_log(VecEnv* vec, Log* out, float* return_sum, float* length_sum)
+    int c_render(Env* env, char* buf, int capacity)
+
+DEF RENDER_CAPACITY = 1 << 16
+
+
+cdef class CVecEnv:
+    """Owns the C envs; the numpy buffers stay owned (and kept alive) by Python."""
+    cdef VecEnv* vec
+    cdef object buffers
+    cdef cnp.ndarray nvec
+
+    def __cinit__(self, cnp.ndarray observations, cnp.ndarray actions, cnp.ndarray rewards,
+                  cnp.ndarray terminals, cnp.ndarray truncations, int num_envs, int agents_per_env,
+                  int num_threads, cnp.ndarray nvec, dict params):
+        self.buffers = (observations, actions, rewards, terminals, truncations)
+        self.nvec = nvec
+        self.vec = vec_create(num_envs, agents_per_env, num_threads)
+        for i in range(num_envs):
+            configure(&self.vec.envs[i], params)
+        cdef long obs_bytes = observations.nbytes // (num_envs * agents_per_env)
+        cdef int action_dims = actions.size // (num_envs * agents_per_env)
+        vec_bind(self.vec, <char*>cnp.PyArray_DATA(observations), obs_bytes,
+                 <int*>cnp.PyArray_DATA(actions), action_dims,
+                 <float*>cnp.PyArray_DATA(rewards),
+                 <unsigned char*>cnp.PyArray_DATA(terminals),
+                 <unsigned char*>cnp.PyArray_DATA(truncations))
+
+    def reset(self, uint64_t seed):
+        with nogil:
+            vec_reset(self.vec, seed)
+
+    def step(self):
+        """Steps every env; returns episodes finished, or -(k + 1) when action k is invalid."""
+        cdef long bad
+        cdef int finished
+        cdef const int* nvec = <const int*>cnp.PyArray_DATA(self.nvec)
+        with nogil:
+            bad = vec_find_bad_action(self.vec, nvec)
+            if bad >= 0:
+                finished = 0
+            else:
+                finished = vec_step(self.vec)
+        if bad >= 0:
+            return -(bad + 1)
+        return finished
+
+    def log(self):
+        """Means of the episode statistics since the last call, or None if no episode ended."""
+        cdef Log totals
+        cdef float return_sum, length_sum
+        cdef float episodes = vec_log(self.vec, &totals, &return_sum, &length_sum)
+        if episodes == 0:
+            return None
+        means = {key: value / episodes for key, value in (<dict>totals).items()}
+        means["episode_return"] = return_sum / episodes
+        means["episode_length"] = length_sum / episodes
+        means["episodes"] = int(episodes)
+        return means
+
+    def render(self, int index):
+        cdef bytearray text = bytearray(RENDER_CAPACITY)
+        cdef int length = c_render(&self.vec.envs[index], <char*>text, RENDER_CAPACITY)
+        return text[:length].decode()
+
+    def __dealloc__(self):
+        if self.vec is not NULL:
+            vec_destroy(self.vec)
+            self.vec = NULL

@@ -1,0 +1,2 @@
+class APIUsageError(Exception):
+    """Raised when an environment or vectorized env is used in a way its API does not allow."""

@@ -1,0 +1,34 @@
+"""Builds every Ocean env: ocean/<name>/binding.pyx, a Cython binding over a C header."""
+
+import glob
+import os
+
+import numpy
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+compile_args = ["-O3", "-fopenmp", "-fno-fast-math"]
+if os.environ.get("PUFFER_NATIVE") == "1":
+    compile_args.append("-march=native")
+if os.environ.get("PUFFER_DEBUG") == "1":
+    compile_args = ["-O0", "-g", "-fopenmp", "-fsanitize=address,undefined"]
+
+extensions = [
+    Extension(
+        name=os.path.dirname(path).replace(os.sep, ".") + ".binding",
+        sources=[path],
+        include_dirs=["ocean", os.path.dirname(path), numpy.get_include()],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        extra_compile_args=compile_args,
+        extra_link_args=["-fopenmp"] + (["-fsanitize=address,undefined"] if os.environ.get("PUFFER_DEBUG") == "1" else []),
+    )
+    for path in sorted(glob.glob(os.path.join("ocean", "*", "binding.pyx")))
+]
+
+setup(
+    ext_modules=cythonize(
+        extensions,
+        include_path=["ocean"],
+        compiler_directives=dict(language_level=3, boundscheck=False, wraparound=False, cdivision=True),
+    ),
+)

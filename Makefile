@@ -22,7 +22,7 @@ build: setup
 	$(BIN)/python setup.py build_ext --inplace
 
 train: build
-	$(BIN)/python scripts/ocean_demo.py puffer_squared
+	$(BIN)/puffer train puffer_squared
 
 test: build
 	$(BIN)/python -m pytest -q

@@ -6,6 +6,8 @@
 #   - the image puffertank/bookworm-rootfs: a debootstrapped Debian bookworm, standing in for the
 #     CUDA base image that Docker Hub would serve
 #   - the CPU torch wheel in docker/base/wheels/, which stage 1 installs instead of the CUDA build
+#   - this host's extra CA certificates in docker/base/certs/: HTTPS from here goes through an
+#     intercepting proxy, and pip inside the image build must trust its CA as the host does
 # Safe to run again: every step checks whether its result is already there.
 #
 # Tunables (environment):
@@ -110,5 +112,16 @@ else
   python3 -m pip download -q --no-deps "torch==$torch_version" -d "$wheels"
 fi
 ls "$wheels"/torch-*.whl
+
+certs=$repo/docker/base/certs
+for crt in /usr/local/share/ca-certificates/*.crt; do
+  [ -e "$crt" ] || continue
+  if cmp -s "$crt" "$certs/$(basename "$crt")"; then
+    step "CA certificate $(basename "$crt") already in $certs"
+  else
+    step "copying CA certificate $crt into $certs"
+    cp "$crt" "$certs/"
+  fi
+done
 
 step "done: tests/test_tank.py builds stage 1 FROM $rootfs_tag with the wheel in $wheels"

@@ -5,9 +5,21 @@
 
 import difflib
 import importlib
+import os
+
+# The C vecenv's OpenMP threads sleep instead of spinning while they wait for work: spinning
+# threads starve the trainer and other processes when the cores are shared, and cost throughput
+# 20x on a busy 2-core machine. Export OMP_WAIT_POLICY=active on a dedicated machine.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 ENV_MODULES = {
     "puffer_squared": ("ocean.squared", "Squared"),
+    "puffer_password": ("ocean.password", "Password"),
+    "puffer_stochastic": ("ocean.stochastic", "Stochastic"),
+    "puffer_memory": ("ocean.memory", "Memory"),
+    "puffer_bandit": ("ocean.bandit", "Bandit"),
+    "puffer_multiagent": ("ocean.multiagent", "Multiagent"),
+    "puffer_spaces": ("ocean.spaces", "Spaces"),
 }
 
 

@@ -21,10 +21,6 @@ static inline float rng_unit(uint64_t* state) {
     return (float)(rng_next(state) >> 40) * (1.0f / 16777216.0f);
 }
 
-static inline int rng_sign(uint64_t* state) {
-    return (rng_next(state) >> 63) ? 1 : -1;
-}
-
 // Standard normal sample (Box-Muller).
 static inline float rng_normal(uint64_t* state) {
     float u1 = 1.0f - rng_unit(state);

@@ -46,16 +46,22 @@ static inline void c_reset(Squared* env) {
     env->observations[env->target_row * size + env->target_col] = 2;
 }
 
+// Moves by table lookup and clamping rather than a switch: random actions would make every
+// branch of a switch unpredictable.
+static const int SQUARED_DROW[5] = {0, 1, -1, 0, 0};
+static const int SQUARED_DCOL[5] = {0, 0, 0, -1, 1};
+
+static inline int clamp_index(int value, int last) {
+    value = value < 0 ? 0 : value;
+    return value > last ? last : value;
+}
+
 static inline int c_step(Squared* env) {
     int size = env->size;
+    int action = env->actions[0];
     env->observations[env->row * size + env->col] = 0;
-    switch (env->actions[0]) {
-        case 1: if (env->row < size - 1) env->row++; break;
-        case 2: if (env->row > 0) env->row--; break;
-        case 3: if (env->col > 0) env->col--; break;
-        case 4: if (env->col < size - 1) env->col++; break;
-        default: break;
-    }
+    env->row = clamp_index(env->row + SQUARED_DROW[action], size - 1);
+    env->col = clamp_index(env->col + SQUARED_DCOL[action], size - 1);
     env->observations[env->row * size + env->col] = 1;
     env->tick++;
     env->truncations[0] = 0;

@@ -1,0 +1,134 @@
+"""Steps per second of every Ocean env, and the fixed Python cost of one step() call.
+
+Usage: python scripts/bench_ocean.py [--envs squared,bandit] [--counts 1024,4096,16384] [--seconds 1]
+
+Each env is stepped with uniformly random actions (a cache of pregenerated batches, copied into
+the env's action buffer every step, as a trainer would) on one thread and on every core. The peer
+in the same run is the same Squared game written as vectorized numpy, the fastest way to write
+it without C.
+"""
+
+import argparse
+import os
+import time
+
+import numpy as np
+
+import ocean
+
+ACTION_CACHE = 256
+
+
+def steps_per_second(env, seconds):
+    rng = np.random.default_rng(0)
+    if env.actions.ndim == 1:
+        cache = rng.integers(0, env.single_action_space.n, (ACTION_CACHE, *env.actions.shape))
+    else:
+        cache = rng.integers(0, env.single_action_space.nvec, (ACTION_CACHE, *env.actions.shape))
+    cache = cache.astype(np.int32)
+    env.reset(0)
+    for i in range(20):
+        env.step(cache[i % ACTION_CACHE])
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        for i in range(50):
+            env.step(cache[i % ACTION_CACHE])
+        steps += 50
+    return steps * env.num_agents / (time.perf_counter() - start)
+
+
+class NumpySquared:
+    """Squared's rules as vectorized numpy over all envs: the peer."""
+
+    def __init__(self, num_envs, size=11):
+        self.size, self.n = size, num_envs
+        self.observations = np.zeros((num_envs, size * size), np.uint8)
+        self.rows = np.empty(num_envs, np.int64)
+        self.cols = np.empty(num_envs, np.int64)
+        self.targets = np.empty(num_envs, np.int64)
+        self.ticks = np.zeros(num_envs, np.int64)
+        self.rng = np.random.default_rng(0)
+        self.arange = np.arange(num_envs)
+        edge = size - 1
+        border = [(0, k) for k in range(edge)] + [(k, edge) for k in range(edge)]
+        border += [(edge, edge - k) for k in range(edge)] + [(edge - k, 0) for k in range(edge)]
+        self.border = np.array([r * size + c for r, c in border])
+
+    def reset_envs(self, mask):
+        index = self.arange[mask]
+        self.observations[index] = 0
+        self.rows[index] = self.cols[index] = self.size // 2
+        self.ticks[index] = 0
+        self.targets[index] = self.border[self.rng.integers(0, len(self.border), len(index))]
+        self.observations[index, self.rows[index] * self.size + self.cols[index]] = 1
+        self.observations[index, self.targets[index]] = 2
+
+    def step(self, actions):
+        self.observations[self.arange, self.rows * self.size + self.cols] = 0
+        self.rows += (actions == 1) & (self.rows < self.size - 1)
+        self.rows -= (actions == 2) & (self.rows > 0)
+        self.cols -= (actions == 3) & (self.cols > 0)
+        self.cols += (actions == 4) & (self.cols < self.size - 1)
+        position = self.rows * self.size + self.cols
+        self.observations[self.arange, position] = 1
+        self.ticks += 1
+        rewards = (position == self.targets).astype(np.float32)
+        done = (rewards > 0) | (self.ticks >= 2 * self.size)
+        if done.any():
+            self.reset_envs(done)
+        return self.observations, rewards, done
+
+
+def numpy_squared_sps(num_envs, seconds):
+    env = NumpySquared(num_envs)
+    env.reset_envs(np.ones(num_envs, bool))
+    cache = np.random.default_rng(0).integers(0, 5, (ACTION_CACHE, num_envs))
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        env.step(cache[steps % ACTION_CACHE])
+        steps += 1
+    return steps * num_envs / (time.perf_counter() - start)
+
+
+def fixed_step_cost(repeats=200_000):
+    """Seconds per step() call on a single bandit env: the Python and binding overhead."""
+    env = ocean.make("bandit", num_envs=1, log_interval=1_000_000)
+    env.reset(0)
+    actions = np.zeros(1, np.int32)
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(repeats // 5):
+            env.step(actions)
+        best = min(best, (time.perf_counter() - start) / (repeats // 5))
+    return best
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--envs", default=",".join(ocean.ENVS))
+    parser.add_argument("--counts", default="1024,4096,16384")
+    parser.add_argument("--seconds", type=float, default=1.0)
+    args = parser.parse_args()
+    cores = os.cpu_count()
+    counts = [int(c) for c in args.counts.split(",")]
+    print(f"{cores} cores; steps/second in millions (agent steps), random actions\n")
+    header = f"{'env':<20}{'envs':>7}{'1 thread':>11}{f'{cores} threads':>12}{'scaling':>9}"
+    print(header)
+    print("-" * len(header))
+    for name in args.envs.split(","):
+        for count in counts:
+            single = steps_per_second(ocean.make(name, num_envs=count, num_threads=1), args.seconds)
+            multi = steps_per_second(ocean.make(name, num_envs=count, num_threads=cores), args.seconds)
+            print(f"{name:<20}{count:>7}{single / 1e6:>11.1f}{multi / 1e6:>12.1f}{multi / single:>8.2f}x")
+    print()
+    for count in counts:
+        ours = steps_per_second(ocean.make("squared", num_envs=count), args.seconds)
+        peer = numpy_squared_sps(count, args.seconds)
+        print(f"squared, {count} envs, 1 thread: C vecenv {ours / 1e6:.1f}M, numpy peer {peer / 1e6:.1f}M "
+              f"-> {ours / peer:.1f}x")
+    print(f"\nfixed cost of one step() call from Python: {fixed_step_cost() * 1e6:.2f} us")
+
+
+if __name__ == "__main__":
+    main()

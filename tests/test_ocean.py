@@ -1,0 +1,286 @@
+"""Ocean: the shared C vecenv and the sanity suite."""
+
+import numpy as np
+import pytest
+
+import ocean
+from pufferlib import APIUsageError
+
+
+def random_actions(env, rng):
+    if env.actions.ndim == 1:
+        return rng.integers(0, env.single_action_space.n, env.actions.shape).astype(np.int32)
+    return rng.integers(0, env.single_action_space.nvec, env.actions.shape).astype(np.int32)
+
+
+def rollout(env, seed, steps, action_seed=0):
+    rng = np.random.default_rng(action_seed)
+    obs, _ = env.reset(seed)
+    trace = [obs.copy()]
+    for _ in range(steps):
+        obs, rewards, terminals, truncations, _ = env.step(random_actions(env, rng))
+        trace += [obs.copy(), rewards.copy(), terminals.copy(), truncations.copy()]
+    return trace
+
+
+def run_policy(env, policy, steps, seed=0):
+    """Steps env with policy(obs) -> actions; returns the mean score over all finished episodes."""
+    obs, _ = env.reset(seed)
+    logs = []
+    for _ in range(steps):
+        obs, *_, infos = env.step(policy(obs))
+        logs += infos
+    logs.append(env.log())
+    logs = [log for log in logs if log is not None]
+    assert logs, "no episode finished"
+    episodes = sum(log["episodes"] for log in logs)
+    return sum(log["score"] * log["episodes"] for log in logs) / episodes
+
+
+@pytest.mark.parametrize("name", ocean.ENVS)
+def test_buffers_are_written_in_place(name):
+    env = ocean.make(name, num_envs=8)
+    buffers = [env.observations, env.rewards, env.terminals, env.truncations]
+    before = [b.copy() for b in buffers]
+    obs, _ = env.reset(3)
+    assert obs is env.observations
+    rng = np.random.default_rng(0)
+    changed = False
+    for _ in range(30):
+        result = env.step(random_actions(env, rng))
+        for returned, owned in zip(result[:4], buffers):
+            assert returned is owned
+        changed |= any(not np.array_equal(a, b) for a, b in zip(before, buffers))
+    assert changed, "stepping never wrote the buffers"
+
+
+@pytest.mark.parametrize("name", ocean.ENVS)
+def test_same_seed_same_trajectory_whatever_the_thread_count(name):
+    single = rollout(ocean.make(name, num_envs=64, num_threads=1), seed=7, steps=60)
+    threaded = rollout(ocean.make(name, num_envs=64, num_threads=4), seed=7, steps=60)
+    for a, b in zip(single, threaded):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("name", ["puffer_squared", "puffer_memory", "puffer_spaces"])
+def test_different_seeds_differ_and_env_i_uses_seed_plus_i(name):
+    wide = ocean.make(name, num_envs=4)
+    wide_obs, _ = wide.reset(10)
+    narrow = ocean.make(name, num_envs=1)
+    narrow_obs, _ = narrow.reset(12)
+    agents = wide.agents_per_env
+    np.testing.assert_array_equal(wide_obs[2 * agents : 3 * agents], narrow_obs)
+    a = rollout(ocean.make(name, num_envs=16), seed=1, steps=20)
+    b = rollout(ocean.make(name, num_envs=16), seed=2, steps=20)
+    assert any(not np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def squared_toward_target(size):
+    def policy(obs):
+        grid = obs.reshape(len(obs), size, size)
+        flat = grid.reshape(len(obs), -1)
+        agent = np.argmax(flat == 1, axis=1)
+        target = np.argmax(flat == 2, axis=1)
+        ar, ac = np.divmod(agent, size)
+        tr, tc = np.divmod(target, size)
+        actions = np.zeros(len(obs), dtype=np.int32)
+        actions[tc > ac] = 4
+        actions[tc < ac] = 3
+        actions[tr > ar] = 1
+        actions[tr < ar] = 2
+        return actions
+
+    return policy
+
+
+def test_squared_optimal_policy_always_reaches_the_target():
+    env = ocean.make("squared", num_envs=256, size=9)
+    assert run_policy(env, squared_toward_target(9), steps=200) == env.optimal_score == 1.0
+    stay = ocean.make("squared", num_envs=256, size=9)
+    assert run_policy(stay, lambda obs: np.zeros(len(obs), np.int32), steps=200) == 0.0
+
+
+def test_squared_truncates_after_twice_the_size_and_autoresets():
+    env = ocean.make("squared", num_envs=1, size=5)
+    env.reset(0)
+    for t in range(10):
+        _, rewards, terminals, truncations, _ = env.step(np.zeros(1, np.int32))
+        assert rewards[0] == 0 and not terminals[0]
+        assert truncations[0] == (t == 9)
+    centre = 2 * 5 + 2
+    assert env.observations[0, centre] == 1, "a finished env starts its next episode in the same step"
+
+
+def test_squared_episode_log_matches_the_steps_taken():
+    env = ocean.make("squared", num_envs=32, size=7, log_interval=1)
+    env.reset(0)
+    policy = squared_toward_target(7)
+    lengths, finished = [], 0
+    obs = env.observations
+    for _ in range(40):
+        obs, _, terminals, truncations, infos = env.step(policy(obs))
+        finished += int(terminals.sum() + truncations.sum())
+        for info in infos:
+            lengths.append((info["episode_length"], info["episodes"]))
+            assert info["score"] == info["episode_return"] == 1.0
+    assert sum(n for _, n in lengths) == finished
+    assert all(1 <= length <= 6 for length, _ in lengths)
+
+
+def test_password_rewards_only_the_exact_password():
+    env = ocean.make("password", num_envs=16, length=6, password_seed=3)
+    password = env.password.astype(np.int32)
+    position = lambda obs: int((obs[0] != 0).sum())  # noqa: E731
+    right = run_policy(env, lambda obs: np.full(16, password[position(obs)], np.int32), steps=60)
+    assert right == env.optimal_score == 1.0
+    wrong = password.copy()
+    wrong[-1] ^= 1
+    other = ocean.make("password", num_envs=16, length=6, password_seed=3)
+    assert run_policy(other, lambda obs: np.full(16, wrong[position(obs)], np.int32), steps=60) == 0.0
+
+
+def test_stochastic_rewards_sampling_with_probability_p():
+    env = ocean.make("stochastic", num_envs=2048, p=0.75, horizon=20)
+    rng = np.random.default_rng(0)
+    sampled = run_policy(env, lambda obs: (rng.random(len(obs)) > 0.75).astype(np.int32), steps=20)
+    assert sampled == pytest.approx(env.optimal_score, abs=0.01)
+    always_zero = ocean.make("stochastic", num_envs=64, p=0.75, horizon=20)
+    assert run_policy(always_zero, lambda obs: np.zeros(len(obs), np.int32), steps=20) == pytest.approx(0.75)
+    assert env.optimal_score > 0.9
+
+
+def test_memory_needs_memory():
+    length, delay, n = 3, 2, 512
+    env = ocean.make("memory", num_envs=n, length=length, delay=delay)
+    seen = np.zeros((n, length), np.int32)
+    tick = [0]
+
+    def remembering(obs):
+        t = tick[0] % (2 * length + delay)
+        tick[0] += 1
+        if t < length:
+            seen[:, t] = obs[:, 0] > 0
+        recall = t - length - delay
+        return seen[:, recall] if recall >= 0 else np.zeros(n, np.int32)
+
+    assert run_policy(env, remembering, steps=(2 * length + delay) * 4) == env.optimal_score == 1.0
+    forgetful = ocean.make("memory", num_envs=n, length=length, delay=delay)
+    score = run_policy(forgetful, lambda obs: np.ones(n, np.int32), steps=(2 * length + delay) * 4)
+    assert score == pytest.approx(0.5, abs=0.05)
+
+
+def test_bandit_pays_the_solution_arm():
+    env = ocean.make("bandit", num_envs=64, arms=5, solution_seed=1)
+    assert run_policy(env, lambda obs: np.full(64, env.solution, np.int32), steps=10) == 1.0
+    wrong_arm = (env.solution + 1) % 5
+    other = ocean.make("bandit", num_envs=64, arms=5, solution_seed=1)
+    assert run_policy(other, lambda obs: np.full(64, wrong_arm, np.int32), steps=10) == 0.0
+
+
+def test_bandit_noise_changes_rewards_not_score():
+    env = ocean.make("bandit", num_envs=4096, arms=3, reward_noise=0.5)
+    env.reset(0)
+    _, rewards, *_ = env.step(np.full(4096, env.solution, np.int32))
+    assert rewards.std() == pytest.approx(0.5, rel=0.1)
+    assert rewards.mean() == pytest.approx(1.0, abs=0.05)
+
+
+def test_multiagent_rewards_each_agent_for_its_own_id():
+    env = ocean.make("multiagent", num_envs=32)
+    assert env.num_agents == 64 and env.observations.shape == (64, 2)
+    by_id = run_policy(env, lambda obs: np.argmax(obs, axis=1).astype(np.int32), steps=5)
+    assert by_id == 1.0
+    same = ocean.make("multiagent", num_envs=32)
+    assert run_policy(same, lambda obs: np.zeros(len(obs), np.int32), steps=5) == 0.5
+
+
+def test_spaces_needs_both_parts_of_the_observation():
+    env = ocean.make("spaces", num_envs=512)
+    structured = lambda obs: obs.view(env.obs_dtype).reshape(len(obs))  # noqa: E731
+
+    def both(obs):
+        parts = structured(obs)
+        return np.stack([parts["image"].sum(axis=(1, 2)) > 0, parts["flat"].sum(axis=1) > 0], 1).astype(np.int32)
+
+    assert run_policy(env, both, steps=5) == 1.0
+
+    def image_only(obs):
+        answer = both(obs)
+        answer[:, 1] = 0
+        return answer
+
+    half = ocean.make("spaces", num_envs=512)
+    assert run_policy(half, image_only, steps=5) == pytest.approx(0.75, abs=0.03)
+
+
+@pytest.mark.parametrize("name", ocean.ENVS)
+def test_render_is_ansi_text(name):
+    env = ocean.make(name, num_envs=2)
+    env.reset(0)
+    text = env.render(1)
+    assert isinstance(text, str) and len(text) > 0
+    with pytest.raises(ValueError, match="render index"):
+        env.render(2)
+
+
+def test_log_is_none_until_an_episode_ends():
+    env = ocean.make("squared", num_envs=4, size=11)
+    env.reset(0)
+    env.step(np.zeros(4, np.int32))
+    assert env.log() is None
+
+
+@pytest.mark.parametrize(
+    "actions, message",
+    [
+        (np.zeros(3, np.int32), r"shape \(4,\).*got shape \(3,\)"),
+        (np.zeros(4, np.float32), "must be integers, got dtype float32"),
+        (np.array([0, 1, 5, 0]), r"action 5 for agent 2 is outside.*0\.\.4"),
+        (np.array([0, -1, 0, 0]), "action -1 for agent 1"),
+        (np.array([0, 1, 2**40, 0]), "do not fit in int32"),
+    ],
+)
+def test_bad_actions_name_the_env_and_what_was_expected(actions, message):
+    env = ocean.make("squared", num_envs=4)
+    env.reset(0)
+    with pytest.raises(ValueError, match="puffer_squared") as error:
+        env.step(actions)
+    assert error.match(message)
+
+
+def test_bad_multidiscrete_component_is_named():
+    env = ocean.make("spaces", num_envs=2)
+    env.reset(0)
+    with pytest.raises(ValueError, match=r"agent 1, component 1.*valid: 0\.\.1"):
+        env.step(np.array([[0, 1], [1, 2]]))
+
+
+def test_step_before_reset_is_an_api_error():
+    with pytest.raises(APIUsageError, match="reset"):
+        ocean.make("bandit", num_envs=2).step(np.zeros(2, np.int32))
+
+
+def test_unknown_env_lists_the_valid_ones():
+    with pytest.raises(ValueError, match="puffer_squared") as error:
+        ocean.make("sqared")
+    assert error.match("Did you mean puffer_squared")
+    assert all(name in str(error.value) for name in ocean.ENVS)
+
+
+@pytest.mark.parametrize(
+    "name, params, message",
+    [
+        ("squared", dict(size=-3), "size must be between 3 and 255, got -3"),
+        ("squared", dict(num_envs=0), "num_envs must be >= 1, got 0"),
+        ("squared", dict(num_threads=0), "num_threads must be >= 1"),
+        ("squared", dict(size=5.5), "size must be an integer"),
+        ("password", dict(length=65), "length must be between 1 and 64, got 65"),
+        ("memory", dict(delay=-1), "delay must be between 0 and 1000"),
+        ("stochastic", dict(p=1.0), r"p must lie in \(0.0, 1.0\)"),
+        ("bandit", dict(arms=1), "arms must be between 2 and 1024"),
+        ("bandit", dict(reward_noise=-0.1), "reward_noise must lie in"),
+    ],
+)
+def test_bad_parameters_fail_at_construction(name, params, message):
+    with pytest.raises(ValueError, match=message):
+        ocean.make(name, **params)

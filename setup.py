@@ -13,13 +13,17 @@ if os.environ.get("PUFFER_NATIVE") == "1":
 if os.environ.get("PUFFER_DEBUG") == "1":
     compile_args = ["-O0", "-g", "-fopenmp", "-fsanitize=address,undefined"]
 
+# Per-env extra flags. Craftax must match its JAX reference bit for bit: no implicit FMA
+# contraction (gcc contracts a*b+c by default whenever the target has FMA, e.g. -march=native).
+env_compile_args = {"craftax": ["-ffp-contract=off"]}
+
 extensions = [
     Extension(
         name=os.path.dirname(path).replace(os.sep, ".") + ".binding",
         sources=[path],
         include_dirs=["ocean", os.path.dirname(path), numpy.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-        extra_compile_args=compile_args,
+        extra_compile_args=compile_args + env_compile_args.get(os.path.basename(os.path.dirname(path)), []),
         extra_link_args=["-fopenmp"] + (["-fsanitize=address,undefined"] if os.environ.get("PUFFER_DEBUG") == "1" else []),
     )
     for path in sorted(glob.glob(os.path.join("ocean", "*", "binding.pyx")))

@@ -1,0 +1,34 @@
+// Shared definitions for the Craftax game logic, which compiles both as host C and as CUDA.
+//
+// Every game function is CRAFTAX_FN: static inline on the host, __host__ __device__ under nvcc,
+// so the GPU port includes these headers unchanged. Rules that keep host and device bitwise equal:
+// no globals written at step time, no fast-math, no implicit FMA contraction (gcc builds with
+// -ffp-contract=off, nvcc with --fmad=false); where the reference's compiled JAX program fuses a
+// multiply-add, the C code calls fmaf explicitly at that exact place.
+#pragma once
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __CUDACC__
+#define CRAFTAX_FN __host__ __device__ static inline
+#define CRAFTAX_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+// Constant tables exist twice under nvcc: in constant memory for the device pass and as plain
+// arrays for the host pass; TABLE(name) picks the one of the pass being compiled.
+#define CRAFTAX_TABLE(type, name, size, ...)                       \
+    __constant__ static const type name##_device[size] = __VA_ARGS__; \
+    static const type name##_host[size] = __VA_ARGS__;
+#else
+#define CRAFTAX_FN static inline
+#define CRAFTAX_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#define CRAFTAX_TABLE(type, name, size, ...) static const type name##_host[size] = __VA_ARGS__;
+#endif
+
+#ifdef __CUDA_ARCH__
+#define TABLE(name) name##_device
+#else
+#define TABLE(name) name##_host
+#endif
+
+CRAFTAX_FN int iclamp(int x, int lo, int hi) { return x < lo ? lo : (x > hi ? hi : x); }
+CRAFTAX_FN float fclampf(float x, float lo, float hi) { return x < lo ? lo : (x > hi ? hi : x); }

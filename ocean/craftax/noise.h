@@ -1,0 +1,61 @@
+// Perlin noise as craftax/craftax/util/noise.py, with one octave, on a 48 x 48 grid.
+//
+// The reference's values come from XLA's CPU code, which contracts some multiply-adds into FMAs.
+// The contraction pattern below was established against jax 0.10 on an x86-64 CPU with FMA:
+// dot products of offsets and gradients are plain, both interpolation steps fuse the second
+// product, and the normalisation fuses sqrt(2) * n - min. Division by (max - min) is done as a
+// multiplication by its reciprocal, as XLA rewrites it.
+#pragma once
+#include "common.h"
+#include "constants.h"
+#include "rng.h"
+
+// cosf/sinf of the reference are glibc's (XLA's CPU backend calls libm). A device build must
+// supply functions with glibc's exact results here; CUDA's cosf/sinf are not bitwise equal.
+CRAFTAX_FN float reference_cosf(float x) { return cosf(x); }
+CRAFTAX_FN float reference_sinf(float x) { return sinf(x); }
+
+CRAFTAX_FN float perlin_fade(float t) { return t * t * t * fmaf(t, fmaf(t, 6.0f, -15.0f), 10.0f); }
+
+// generate_fractal_noise_2d(key, (48, 48), (res_rows, res_cols), octaves=1), normalised to [0, 1].
+// res_rows and res_cols divide 48; out has MAP_CELLS floats.
+CRAFTAX_FN void fractal_noise(Key key, int res_rows, int res_cols, float* out) {
+    Key octave_key = key_split_at(key, 1);
+    Key angle_key = key_split_at(octave_key, 1);
+    float grad_x[13 * 25];
+    float grad_y[13 * 25];
+    int grad_cols = res_cols + 1;
+    for (int i = 0; i < (res_rows + 1) * grad_cols; i++) {
+        float angle = 6.2831855f * uniform_at(angle_key, (uint32_t)i);
+        grad_x[i] = reference_cosf(angle);
+        grad_y[i] = reference_sinf(angle);
+    }
+    int cell_rows = 48 / res_rows;
+    int cell_cols = 48 / res_cols;
+    const float sqrt2 = 1.41421354f;
+    float lowest = INFINITY, highest = -INFINITY;
+    for (int r = 0; r < 48; r++) {
+        int gr = r / cell_rows;
+        float x = (float)(r % cell_rows) / (float)cell_rows;
+        float tx = perlin_fade(x);
+        for (int c = 0; c < 48; c++) {
+            int gc = c / cell_cols;
+            float y = (float)(c % cell_cols) / (float)cell_cols;
+            float ty = perlin_fade(y);
+            int g00 = gr * grad_cols + gc, g10 = g00 + grad_cols, g01 = g00 + 1, g11 = g10 + 1;
+            float n00 = x * grad_x[g00] + y * grad_y[g00];
+            float n10 = (x - 1.0f) * grad_x[g10] + y * grad_y[g10];
+            float n01 = x * grad_x[g01] + (y - 1.0f) * grad_y[g01];
+            float n11 = (x - 1.0f) * grad_x[g11] + (y - 1.0f) * grad_y[g11];
+            float n0 = fmaf(tx, n10, n00 * (1.0f - tx));
+            float n1 = fmaf(tx, n11, n01 * (1.0f - tx));
+            float blended = fmaf(1.0f - ty, n0, ty * n1);
+            out[r * 48 + c] = blended;
+            float value = sqrt2 * blended;
+            lowest = value < lowest ? value : lowest;
+            highest = value > highest ? value : highest;
+        }
+    }
+    float inverse_range = 1.0f / (highest - lowest);
+    for (int i = 0; i < MAP_CELLS; i++) out[i] = fmaf(sqrt2, out[i], -lowest) * inverse_range;
+}

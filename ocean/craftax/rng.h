@@ -1,0 +1,184 @@
+// The reference's PRNG: JAX's threefry2x32 in its default "partitionable" mode, plus the
+// jax.random samplers Craftax uses, reproduced bit for bit (jax 0.10, CPU).
+//
+// A key is two uint32 words. In partitionable mode every derived stream is the threefry hash of
+// the key with the 64-bit counter (hi, lo) = (0, i):
+//   split(key, n)[i]   = threefry(key, 0, i)              (both output words form the new key)
+//   random_bits(key)[i] = w0 ^ w1 of threefry(key, 0, i)  (i is the flat index into the shape)
+#pragma once
+#include "common.h"
+
+typedef struct {
+    uint32_t w[2];
+} Key;
+
+CRAFTAX_FN uint32_t rotl32(uint32_t x, int d) { return (x << d) | (x >> (32 - d)); }
+
+// Threefry-2x32 with 20 rounds, as jax's _threefry2x32_lowering.
+CRAFTAX_FN void threefry2x32(uint32_t k0, uint32_t k1, uint32_t x0, uint32_t x1, uint32_t* out0,
+                             uint32_t* out1) {
+    const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+    uint32_t ks[3] = {k0, k1, k0 ^ k1 ^ 0x1BD11BDAu};
+    x0 += ks[0];
+    x1 += ks[1];
+    for (int block = 0; block < 5; block++) {
+        for (int r = 0; r < 4; r++) {
+            x0 += x1;
+            x1 = rotl32(x1, rot[block & 1][r]);
+            x1 ^= x0;
+        }
+        x0 += ks[(block + 1) % 3];
+        x1 += ks[(block + 2) % 3] + (uint32_t)(block + 1);
+    }
+    *out0 = x0;
+    *out1 = x1;
+}
+
+// jax.random.PRNGKey(seed): the high and low words of the seed (jax without x64 accepts seeds
+// below 2^31, whose high word is 0).
+CRAFTAX_FN Key key_from_seed(uint64_t seed) {
+    Key key;
+    key.w[0] = (uint32_t)(seed >> 32);
+    key.w[1] = (uint32_t)(seed & 0xFFFFFFFFu);
+    return key;
+}
+
+// The i-th key of jax.random.split(key, n) (independent of n).
+CRAFTAX_FN Key key_split_at(Key key, uint32_t i) {
+    Key out;
+    threefry2x32(key.w[0], key.w[1], 0u, i, &out.w[0], &out.w[1]);
+    return out;
+}
+
+// rng, sub = jax.random.split(rng): the common two-way split, in place.
+CRAFTAX_FN Key key_split2(Key* rng) {
+    Key sub = key_split_at(*rng, 1);
+    *rng = key_split_at(*rng, 0);
+    return sub;
+}
+
+// jax.random.fold_in(key, data).
+CRAFTAX_FN Key key_fold_in(Key key, uint32_t data) { return key_split_at(key, data); }
+
+// Element i of jax.random.bits(key, shape) for 32-bit output.
+CRAFTAX_FN uint32_t random_bits_at(Key key, uint32_t i) {
+    uint32_t a, b;
+    threefry2x32(key.w[0], key.w[1], 0u, i, &a, &b);
+    return a ^ b;
+}
+
+// Element i of jax.random.uniform(key, shape) in [0, 1): 23 random mantissa bits.
+CRAFTAX_FN float uniform_at(Key key, uint32_t i) {
+    uint32_t bits = (random_bits_at(key, i) >> 9) | 0x3F800000u;
+    float f;
+    memcpy(&f, &bits, sizeof(f));
+    return f - 1.0f;
+}
+
+CRAFTAX_FN float uniform(Key key) { return uniform_at(key, 0); }
+
+// Element i of jax.random.randint(key, shape, minval, maxval) (int32): two words of random bits
+// reduced modulo the span with jax's multiplier trick, in uint32 arithmetic.
+CRAFTAX_FN int32_t randint_at(Key key, uint32_t i, int32_t minval, int32_t maxval) {
+    Key k_high = key_split_at(key, 0);
+    Key k_low = key_split_at(key, 1);
+    uint32_t high = random_bits_at(k_high, i);
+    uint32_t low = random_bits_at(k_low, i);
+    uint32_t span = maxval <= minval ? 1u : (uint32_t)(maxval - minval);
+    uint32_t multiplier = 65536u % span;
+    multiplier = (multiplier * multiplier) % span;
+    uint32_t offset = (high % span) * multiplier + (low % span);
+    offset %= span;
+    return minval + (int32_t)offset;
+}
+
+// Inclusive prefix sums in float32 in the order XLA's CPU backend adds them for jnp.cumsum: its
+// reduce-window rewriter scans blocks of 16 sequentially, then adds the exclusive prefix of the
+// block totals, computed the same way recursively. `scratch` holds at least n / 7 + 32 floats.
+CRAFTAX_FN void xla_cumsum(const float* x, float* out, int n, float* scratch) {
+    if (n <= 16) {
+        float acc = 0.0f;
+        for (int i = 0; i < n; i++) {
+            acc += x[i];
+            out[i] = acc;
+        }
+        return;
+    }
+    int blocks = (n + 15) / 16;
+    float* totals = scratch;
+    float* totals_prefix = scratch + blocks;
+    for (int b = 0; b < blocks; b++) {
+        float acc = 0.0f;
+        for (int j = 0; j < 16; j++) {
+            int i = b * 16 + j;
+            acc += i < n ? x[i] : 0.0f;
+            if (i < n) out[i] = acc;
+        }
+        totals[b] = acc;
+    }
+    xla_cumsum(totals, totals_prefix, blocks, totals_prefix + blocks);
+    for (int b = 1; b < blocks; b++) {
+        float before = totals_prefix[b - 1];
+        for (int j = 0; j < 16 && b * 16 + j < n; j++) out[b * 16 + j] += before;
+    }
+}
+
+// x <= y in the total order jax sorts floats by (NaN above everything, NaN equal to NaN).
+CRAFTAX_FN int sort_le(float x, float y) {
+    if (y != y) return 1;
+    if (x != x) return 0;
+    return x <= y;
+}
+
+// jnp.searchsorted(sorted, query, side="left") with jax's default "scan" method: a fixed number
+// of binary-search halvings, which matters only when NaNs are involved.
+CRAFTAX_FN int searchsorted_left(const float* sorted, int n, float query) {
+    int levels = 0;
+    while ((1 << levels) < n + 1) levels++;
+    int low = 0, high = n;
+    for (int level = 0; level < levels; level++) {
+        int mid = (int)(((unsigned)low + (unsigned)high) / 2u);
+        if (sort_le(query, sorted[mid])) {
+            high = mid;
+        } else {
+            low = mid;
+        }
+    }
+    return high;
+}
+
+// jax.random.choice(key, n, p=weights) for one draw, given the weights' prefix sums (xla_cumsum).
+CRAFTAX_FN int choice_cumulative(Key key, const float* cumulative, int n) {
+    float r = cumulative[n - 1] * (1.0f - uniform(key));
+    return searchsorted_left(cumulative, n, r);
+}
+
+// jax.random.choice(key, n, p=weights) for one draw over at most 16 weights.
+CRAFTAX_FN int choice_small(Key key, const float* weights, int n) {
+    float cumulative[16];
+    xla_cumsum(weights, cumulative, n, 0);
+    return choice_cumulative(key, cumulative, n);
+}
+
+// jax.random.permutation(key, n) for n <= 16 (one sorting round, as jax uses for small n): a
+// stable sort of 0..n-1 by 32-bit random keys.
+CRAFTAX_FN void permutation(Key key, int n, int32_t* out) {
+    Key sub = key_split_at(key, 1);
+    uint32_t sort_keys[16];
+    for (int i = 0; i < n; i++) {
+        sort_keys[i] = random_bits_at(sub, (uint32_t)i);
+        out[i] = i;
+    }
+    for (int i = 1; i < n; i++) {
+        uint32_t k = sort_keys[i];
+        int32_t v = out[i];
+        int j = i - 1;
+        while (j >= 0 && sort_keys[j] > k) {
+            sort_keys[j + 1] = sort_keys[j];
+            out[j + 1] = out[j];
+            j--;
+        }
+        sort_keys[j + 1] = k;
+        out[j + 1] = v;
+    }
+}

@@ -10,10 +10,14 @@ setup: $(STAMP)
 
 # torch==2.13.0 first: on these machines that resolves to the CPU wheel on local disk, so the
 # project's `torch` requirement is met without pulling a multi-GB CUDA build.
-$(STAMP): pyproject.toml setup.py
+# The third-party env families (NetHack, Atari, PettingZoo, Ray) come from requirements-envs.txt,
+# pinned to versions that install together; requirements-craftax.txt is the JAX reference that
+# the C Craftax is checked against.
+$(STAMP): pyproject.toml setup.py requirements-envs.txt requirements-craftax.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip setuptools wheel cython numpy
 	$(BIN)/pip install torch==2.13.0
+	$(BIN)/pip install -r requirements-envs.txt -r requirements-craftax.txt
 	$(BIN)/pip install --no-build-isolation -e '.[dev]'
 	touch $(STAMP)
 

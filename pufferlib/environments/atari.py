@@ -1,0 +1,41 @@
+"""Atari 2600 games through ale-py, with the usual DQN preprocessing.
+
+Frames are max-pooled over the skipped frames, converted to 84x84 grayscale and stacked four deep
+(gymnasium's AtariPreprocessing and FrameStackObservation); sticky actions as in ALE v5. Names are
+ale-py ROM ids such as ``breakout``, ``pong`` or ``space_invaders``.
+"""
+
+import difflib
+import functools
+
+import gymnasium
+
+from pufferlib.emulation import GymnasiumPufferEnv
+from pufferlib.environments.wrappers import EpisodeStats
+
+
+def game_id(name):
+    """'space_invaders' -> 'ALE/SpaceInvaders-v5', checked against the ROMs ale-py ships."""
+    import ale_py
+
+    roms = ale_py.roms.get_all_rom_ids()
+    if name not in roms:
+        close = difflib.get_close_matches(name, roms, n=1)
+        hint = f" Did you mean {close[0]}?" if close else ""
+        raise ValueError(f"Unknown Atari game {name!r}; valid names are ale-py ROM ids such as breakout, pong.{hint}")
+    gymnasium.register_envs(ale_py)
+    return "ALE/" + "".join(part.capitalize() for part in name.split("_")) + "-v5"
+
+
+def env_creator(name="breakout", **kwargs):
+    """A creator for ``vector.make``; kwargs go to ``make``."""
+    game_id(name)
+    return functools.partial(make, name, **kwargs)
+
+
+def make(name="breakout", buf=None, frame_skip=4, stack=4, repeat_action_probability=0.25, noop_max=30, **kwargs):
+    """One preprocessed game; extra kwargs go to ``gymnasium.make`` (e.g. full_action_space)."""
+    env = gymnasium.make(game_id(name), frameskip=1, repeat_action_probability=repeat_action_probability, **kwargs)
+    env = gymnasium.wrappers.AtariPreprocessing(env, noop_max=noop_max, frame_skip=frame_skip, screen_size=84)
+    env = gymnasium.wrappers.FrameStackObservation(env, stack)
+    return GymnasiumPufferEnv(env=EpisodeStats(env), buf=buf)

@@ -1,0 +1,29 @@
+"""Gymnasium classic control: CartPole, Acrobot, MountainCar and Pendulum."""
+
+import difflib
+import functools
+
+import gymnasium
+
+from pufferlib.emulation import GymnasiumPufferEnv
+from pufferlib.environments.wrappers import EpisodeStats
+
+NAMES = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Pendulum-v1")
+
+
+def check_name(name):
+    if name not in NAMES:
+        close = difflib.get_close_matches(name, NAMES, n=1, cutoff=0.4)
+        hint = f" Did you mean {close[0]}?" if close else ""
+        raise ValueError(f"Unknown classic control env {name!r}. Valid names: {', '.join(NAMES)}.{hint}")
+
+
+def env_creator(name="CartPole-v1", **kwargs):
+    """A creator for ``vector.make``; kwargs go to ``gymnasium.make`` (e.g. max_episode_steps)."""
+    check_name(name)
+    return functools.partial(make, name, **kwargs)
+
+
+def make(name="CartPole-v1", buf=None, **kwargs):
+    check_name(name)
+    return GymnasiumPufferEnv(env=EpisodeStats(gymnasium.make(name, **kwargs)), buf=buf)

@@ -1,0 +1,66 @@
+"""NetHack through the NetHack Learning Environment (nle).
+
+The observation is nle's Dict of arrays, flattened losslessly into bytes (its leaves mix int16,
+uint8, int8 and int64); models restore it with ``pufferlib.pytorch.nativize_tensor``. The default
+keys leave out ``screen_descriptions`` (21x79x80 bytes, over 80% of the full observation) to keep
+vectorization cheap; pass ``observation_keys`` to choose others.
+"""
+
+import difflib
+import functools
+
+import gymnasium
+
+from pufferlib.emulation import GymnasiumPufferEnv
+from pufferlib.environments.wrappers import EpisodeStats
+
+TASKS = {
+    "score": "NetHackScore-v0",
+    "staircase": "NetHackStaircase-v0",
+    "pet": "NetHackStaircasePet-v0",
+    "oracle": "NetHackOracle-v0",
+    "gold": "NetHackGold-v0",
+    "eat": "NetHackEat-v0",
+    "scout": "NetHackScout-v0",
+    "challenge": "NetHackChallenge-v0",
+}
+
+OBSERVATION_KEYS = (
+    "glyphs",
+    "chars",
+    "colors",
+    "specials",
+    "blstats",
+    "message",
+    "inv_glyphs",
+    "inv_strs",
+    "inv_letters",
+    "inv_oclasses",
+    "tty_chars",
+    "tty_colors",
+    "tty_cursor",
+)
+
+
+def task_id(name):
+    """'score' (or 'NetHackScore-v0') -> 'NetHackScore-v0'."""
+    if name in TASKS.values():
+        return name
+    if name not in TASKS:
+        close = difflib.get_close_matches(name, TASKS, n=1)
+        hint = f" Did you mean {close[0]}?" if close else ""
+        raise ValueError(f"Unknown NetHack task {name!r}. Valid names: {', '.join(TASKS)}.{hint}")
+    return TASKS[name]
+
+
+def env_creator(name="score", **kwargs):
+    """A creator for ``vector.make``; kwargs go to nle's env (e.g. max_episode_steps, character)."""
+    task_id(name)
+    return functools.partial(make, name, **kwargs)
+
+
+def make(name="score", buf=None, observation_keys=OBSERVATION_KEYS, **kwargs):
+    import nle  # noqa: F401  (registers the NetHack envs with gymnasium)
+
+    env = gymnasium.make(task_id(name), observation_keys=tuple(observation_keys), **kwargs)
+    return GymnasiumPufferEnv(env=EpisodeStats(env), buf=buf)

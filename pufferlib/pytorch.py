@@ -1,0 +1,150 @@
+"""PyTorch helpers shared by the models, the trainer and the emulation layer."""
+
+import math
+
+import torch
+from torch import nn
+from torch.distributions import Normal
+
+
+def layer_init(layer, std=math.sqrt(2), bias_const=0.0):
+    """Orthogonal weights and constant bias: the initialisation PPO implementations converge best with."""
+    nn.init.orthogonal_(layer.weight, std)
+    nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+def sample_logits(logits, action=None, generator=None):
+    """Samples (or scores, when ``action`` is given) actions from a policy's output.
+
+    ``logits`` is what ``decode_actions`` returns: a [B, n] tensor for Discrete actions, a list of
+    [B, n_i] tensors for MultiDiscrete, or a ``torch.distributions.Normal`` for Box. Returns
+    (action, log-probability [B], entropy [B]); log-probabilities and entropies of the components
+    of MultiDiscrete and Box actions are summed, as the components are sampled independently.
+    ``generator`` makes sampling reproducible without touching torch's global RNG.
+    """
+    if isinstance(logits, Normal):
+        if action is None:
+            noise = torch.randn(logits.loc.shape, generator=generator, device=logits.loc.device)
+            action = logits.loc + logits.scale * noise
+        return action, logits.log_prob(action).sum(-1), logits.entropy().sum(-1)
+
+    multi = isinstance(logits, (list, tuple))
+    components = logits if multi else [logits]
+    if action is not None:
+        columns = action.reshape(action.shape[0], -1).long()
+    chosen, logprob, entropy = [], 0, 0
+    for i, component in enumerate(components):
+        log_probs = torch.log_softmax(component.float(), dim=-1)
+        if action is None:
+            picked = torch.multinomial(log_probs.exp(), 1, generator=generator)
+        else:
+            picked = columns[:, i : i + 1]
+        chosen.append(picked)
+        logprob = logprob + log_probs.gather(-1, picked).squeeze(-1)
+        entropy = entropy - (log_probs.exp() * log_probs).sum(-1)
+    if action is None:
+        action = torch.cat(chosen, dim=-1) if multi else chosen[0].squeeze(-1)
+    return action, logprob, entropy
+
+
+def linear_scan(a, b, h0=None):
+    """All states of the linear recurrence h_t = a_t * h_{t-1} + b_t, along dim 1, in parallel.
+
+    A Hillis-Steele scan: after the round with offset k every position holds the composition of
+    the (up to) 2k steps that end at it, so log2(T) rounds of elementwise work replace a loop over
+    T. Composition of step (a1, b1) followed by (a2, b2) is (a2 * a1, a2 * b1 + b2). ``a`` and ``b``
+    are [N, T, ...]; ``h0`` ([N, ...]) is the state before step 0 (zeros when omitted). Used by
+    MinGRU for training on whole sequences and by the advantage kernel (with time reversed).
+    """
+    steps = a.shape[1]
+    offset = 1
+    while offset < steps:
+        b = torch.cat([b[:, :offset], a[:, offset:] * b[:, :-offset] + b[:, offset:]], dim=1)
+        a = torch.cat([a[:, :offset], a[:, offset:] * a[:, :-offset]], dim=1)
+        offset *= 2
+    if h0 is None:
+        return b
+    return a * h0.unsqueeze(1) + b
+
+
+# Restoring emulated observations inside a model ----------------------------------------------
+# Emulation flattens structured observations into one row per agent (pufferlib.spaces). A model
+# gets those rows as one tensor and rebuilds the structure in its forward pass: nativize_dtype
+# once, at construction, then nativize_tensor per batch (slices and in-place reinterpretation
+# only; no copies, on any device).
+
+
+class NativeLeaf:
+    """Where one leaf of a structured observation lives in a flat row, for ``nativize_tensor``.
+
+    ``start:stop`` indexes the row's last dimension (elements for typed rows, bytes for byte
+    rows); ``reinterpret`` says the bytes must be viewed as ``dtype``.
+    """
+
+    __slots__ = ("dtype", "shape", "start", "stop", "reinterpret")
+
+    def __init__(self, dtype, shape, start, stop, reinterpret):
+        self.dtype, self.shape, self.start, self.stop, self.reinterpret = dtype, shape, start, stop, reinterpret
+
+    def __repr__(self):
+        return f"NativeLeaf({self.dtype}, shape={self.shape}, [{self.start}:{self.stop}], reinterpret={self.reinterpret})"
+
+
+def _torch_dtype(numpy_dtype):
+    import numpy as np
+
+    return torch.from_numpy(np.zeros(0, dtype=numpy_dtype)).dtype
+
+
+def nativize_dtype(emulated):
+    """What ``nativize_tensor`` needs to restore an env's native observations.
+
+    ``emulated``: an emulated env's ``emulated`` attribute (or its ``ObservationLayout``). Returns a
+    nested dict/tuple of ``NativeLeaf`` mirroring the observation space, a single ``NativeLeaf``
+    for Discrete/MultiDiscrete/MultiBinary spaces, or None for Box spaces and native envs (their
+    observations need no restoring).
+    """
+    if not emulated:  # a native env's ``emulated`` is False: its observations are already native
+        return None
+    layout = getattr(emulated, "observation_layout", emulated)
+    if layout.passthrough:
+        return None
+    itemsize = 1 if not layout.typed else layout.flat_space.dtype.itemsize
+    leaves = {}
+    for leaf in layout.leaves:
+        start = leaf.byte_offset // itemsize
+        stop = start + leaf.nbytes // itemsize
+        leaves[leaf.path] = NativeLeaf(_torch_dtype(leaf.dtype), leaf.shape, start, stop, not layout.typed)
+    if layout.dtype is None:
+        return leaves[()]
+    return _nest(layout.space, (), leaves)
+
+
+def _nest(space, path, leaves):
+    import gymnasium
+
+    if isinstance(space, gymnasium.spaces.Dict):
+        return {key: _nest(child, (*path, key), leaves) for key, child in space.spaces.items()}
+    if isinstance(space, gymnasium.spaces.Tuple):
+        return tuple(_nest(child, (*path, index), leaves) for index, child in enumerate(space.spaces))
+    return leaves[path]
+
+
+def nativize_tensor(observation, native_dtype):
+    """Restores native observations from a batch of flat rows ``observation`` [..., row size].
+
+    ``native_dtype`` comes from ``nativize_dtype``. Pass the rows as the env produced them (not
+    cast to float): byte rows are reinterpreted in place. Leaves are views of ``observation``
+    with shape [..., *leaf shape].
+    """
+    if native_dtype is None:
+        return observation
+    if isinstance(native_dtype, dict):
+        return {key: nativize_tensor(observation, child) for key, child in native_dtype.items()}
+    if isinstance(native_dtype, tuple):
+        return tuple(nativize_tensor(observation, child) for child in native_dtype)
+    part = observation[..., native_dtype.start : native_dtype.stop]
+    if native_dtype.reinterpret:
+        part = part.view(native_dtype.dtype)
+    return part.reshape(*observation.shape[:-1], *native_dtype.shape)

@@ -1,0 +1,89 @@
+"""Third-party env families, stepped for real through vector.make."""
+
+import numpy as np
+import pytest
+import torch
+
+from pufferlib import vector
+from pufferlib.environments import atari, classic_control, nethack, pettingzoo
+from pufferlib.pytorch import nativize_dtype, nativize_tensor
+
+
+def random_actions(envs, rng):
+    space = envs.single_action_space
+    if hasattr(space, "n"):
+        return rng.integers(0, space.n, envs.agents_per_batch)
+    return rng.uniform(space.low, space.high, (envs.agents_per_batch, *space.shape)).astype(space.dtype)
+
+
+@pytest.mark.timeout(120)
+def test_nethack_steps_through_multiprocessing():
+    envs = vector.make(nethack.env_creator("score"), backend="multiprocessing", num_envs=2, num_workers=2)
+    observations, _ = envs.reset(seed=1)
+    assert observations.dtype == np.uint8 and observations.shape == (2, envs.single_observation_space.shape[0])
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        observations, rewards, terminals, truncations, infos = envs.step(random_actions(envs, rng))
+    native = nativize_tensor(torch.from_numpy(observations), nativize_dtype(envs.emulated))
+    assert native["glyphs"].dtype == torch.int16 and native["glyphs"].shape == (2, 21, 79)
+    assert native["blstats"].dtype == torch.int64 and native["blstats"].shape == (2, 27)
+    # The status lines of the terminal show the hero's stats ("Dlvl:" on the bottom line).
+    bottom = bytes(native["tty_chars"][0, -1].numpy()).decode("ascii")
+    assert "Dlvl:" in bottom
+    assert "screen_descriptions" not in native
+    envs.close()
+
+
+@pytest.mark.timeout(120)
+def test_pistonball_steps_through_multiprocessing():
+    envs = vector.make(pettingzoo.env_creator("pistonball"), backend="multiprocessing", num_envs=2, num_workers=2)
+    assert envs.agents_per_env == 20 and envs.num_agents == 40
+    observations, _ = envs.reset(seed=0)
+    assert observations.shape == (40, 457, 120, 3)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        observations, rewards, terminals, truncations, infos = envs.step(random_actions(envs, rng))
+    assert envs.masks.all() and not terminals.any()
+    assert observations.any(axis=(1, 2, 3)).all()  # every piston sees a rendered frame
+    envs.close()
+
+
+@pytest.mark.timeout(120)
+def test_classic_games_pad_and_restore_action_masks():
+    envs = vector.make(pettingzoo.env_creator("tictactoe"), backend="serial", num_envs=2)
+    observations, _ = envs.reset(seed=0)
+    assert envs.agents_per_env == 2
+    native = nativize_tensor(torch.from_numpy(observations), nativize_dtype(envs.emulated))
+    # player_1 moves first: only its mask has legal moves.
+    assert native["action_mask"].shape == (4, 9)
+    assert native["action_mask"][0].all() and not native["action_mask"][1].any()
+    envs.close()
+
+
+@pytest.mark.timeout(120)
+def test_atari_and_classic_control_step_and_report_episodes():
+    envs = vector.make(atari.env_creator("breakout"), backend="multiprocessing", num_envs=2, num_workers=2)
+    observations, _ = envs.reset(seed=0)
+    assert observations.shape == (2, 4, 84, 84) and observations.dtype == np.uint8
+    envs.step(np.ones(2, dtype=np.int64))  # FIRE launches the ball
+    envs.close()
+
+    envs = vector.make(classic_control.env_creator("CartPole-v1"), backend="serial", num_envs=4)
+    envs.reset(seed=0)
+    infos = []
+    for _ in range(100):
+        infos += envs.step(np.zeros(4, dtype=np.int64))[4]
+    # Always pushing left ends every episode quickly; each end reports its return and length.
+    assert infos and all(info["episode_return"] == info["episode_length"] for info in infos)
+    envs.close()
+
+
+def test_unknown_names_suggest_the_right_one():
+    with pytest.raises(ValueError, match="Did you mean CartPole-v1"):
+        classic_control.env_creator("CartPole-v0")
+    with pytest.raises(ValueError, match="Did you mean pistonball"):
+        pettingzoo.env_creator("pistonbal")
+    with pytest.raises(ValueError, match="Did you mean breakout"):
+        atari.env_creator("breakoutt")
+    with pytest.raises(ValueError, match="Did you mean score"):
+        nethack.env_creator("scor")

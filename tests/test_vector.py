@@ -1,0 +1,521 @@
+"""Vectorization: backends agree, pools hand out each env once per send, failures surface, nothing leaks.
+
+Ray runs only inside a private network namespace (``unshare -n``): Ray addresses a local cluster
+through the machine's own IP, and here tests may only talk over loopback. The outer test re-runs
+this file's ``ray_`` tests inside one, where they start a real cluster (``ray start --head`` plus a
+worker node) or a local ``ray.init()``, and stop it by the ids of the processes they started.
+"""
+
+import functools
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+
+import gymnasium
+import numpy as np
+import pytest
+
+import ocean
+from pufferlib import APIUsageError, vector
+from pufferlib.emulation import GymnasiumPufferEnv
+from pufferlib.environments import classic_control, pettingzoo
+from pufferlib.vector import WorkerDiedError, WorkerError
+
+# Token authentication with a token made for this run (passed by environment, so nothing is
+# written to ~/.ray), and no usage reporting.
+RAY_TEST_ENVIRONMENT = {"PUFFER_RAY_NETNS": "1", "RAY_AUTH_MODE": "token", "RAY_USAGE_STATS_ENABLED": "0"}
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+IN_RAY_NAMESPACE = os.environ.get("PUFFER_RAY_NETNS") == "1"
+
+
+class CounterEnv(gymnasium.Env):
+    """Observation [reset seed, steps since reset]: tells which env a row came from, and how far it is.
+
+    ``jitter`` sleeps up to that many seconds per step, so pool workers finish out of order.
+    ``fail_at`` raises ValueError on that step.
+    """
+
+    observation_space = gymnasium.spaces.Box(0, 2**40, (2,), np.int64)
+    action_space = gymnasium.spaces.Discrete(4)
+
+    def __init__(self, length=5, jitter=0.0, fail_at=None):
+        self.length, self.jitter, self.fail_at = length, jitter, fail_at
+        self.identity, self.t = 0, 0
+        self.rng = np.random.default_rng()
+
+    def reset(self, seed=None, options=None):
+        if seed is not None:
+            self.identity = seed
+            self.rng = np.random.default_rng(seed)
+        self.t = 0
+        return np.array([self.identity, 0]), {}
+
+    def step(self, action):
+        self.t += 1
+        if self.t == self.fail_at:
+            raise ValueError(f"env {self.identity} failed on step {self.t}")
+        if self.jitter:
+            time.sleep(self.rng.uniform(0, self.jitter))
+        done = self.t >= self.length
+        info = {"identity": self.identity, "action": int(action)} if done else {}
+        return np.array([self.identity, self.t]), float(action), done, False, info
+
+
+def counter(buf=None, **kwargs):
+    return GymnasiumPufferEnv(env=CounterEnv(**kwargs), buf=buf)
+
+
+class Unpicklable(Exception):
+    def __init__(self):
+        super().__init__("carries a lock")
+        self.lock = threading.Lock()
+
+
+class UnpicklableErrorEnv(CounterEnv):
+    def step(self, action):
+        raise Unpicklable()
+
+
+class UnpicklableInfoEnv(CounterEnv):
+    def step(self, action):
+        observation, reward, terminated, truncated, _ = super().step(action)
+        return observation, reward, terminated, truncated, {"callback": lambda: None}
+
+
+def squared(buf=None, num_envs=1):
+    return ocean.make("puffer_squared", num_envs=num_envs, buf=buf)
+
+
+def rollout(envs, steps, seed=7, action_seed=0):
+    """Observations, rewards, terminals and infos of a seeded random-action rollout."""
+    observations, infos = envs.reset(seed=seed)
+    frames, all_infos = [observations.copy()], [infos]
+    rng = np.random.default_rng(action_seed)
+    space = envs.single_action_space
+    for _ in range(steps):
+        actions = rng.integers(0, space.n, envs.agents_per_batch)
+        observations, rewards, terminals, truncations, infos = envs.step(actions)
+        frames.append((observations.copy(), rewards.copy(), terminals.copy(), truncations.copy()))
+        all_infos.append(infos)
+    envs.close()
+    return frames, all_infos
+
+
+def assert_same_rollouts(a, b):
+    frames_a, infos_a = a
+    frames_b, infos_b = b
+    assert len(frames_a) == len(frames_b)
+    for frame_a, frame_b in zip(frames_a, frames_b):
+        for x, y in zip(
+            frame_a if isinstance(frame_a, tuple) else [frame_a], frame_b if isinstance(frame_b, tuple) else [frame_b]
+        ):
+            assert np.array_equal(x, y)
+    assert [summarize(infos) for infos in infos_a] == [summarize(infos) for infos in infos_b]
+
+
+def summarize(infos):
+    """Infos as comparable across worker layouts: native envs log one aggregate per env object, so
+    their logs are compared as totals (episodes, and returns and lengths summed over episodes)."""
+    if not infos or "episodes" not in infos[0]:
+        return infos
+    episodes = sum(info["episodes"] for info in infos)
+    total = {
+        key: round(sum(info[key] * info["episodes"] for info in infos), 3)
+        for key in ("episode_return", "episode_length")
+    }
+    return episodes, total
+
+
+CREATORS = {
+    "cartpole": (classic_control.env_creator("CartPole-v1"), 8),
+    "squared_native": (squared, 8),
+    "tictactoe_padded": (pettingzoo.env_creator("tictactoe"), 4),
+}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", CREATORS)
+def test_serial_and_multiprocessing_give_identical_streams(name):
+    creator, num_envs = CREATORS[name]
+    reference = rollout(vector.make(creator, backend="Serial", num_envs=num_envs), 60)
+    for workers in (2, 4):
+        other = rollout(
+            vector.make(creator, backend=vector.Multiprocessing, num_envs=num_envs, num_workers=workers), 60
+        )
+        assert_same_rollouts(reference, other)
+    if name == "squared_native":
+        assert_same_rollouts(reference, rollout(vector.make(creator, backend="native", num_envs=num_envs), 60))
+    # Episodes ended within 60 steps, so infos did travel through the pipes.
+    assert any(reference[1])
+
+
+@pytest.mark.timeout(60)
+def test_spawn_start_method_takes_lambdas():
+    creator = lambda buf=None: counter(buf, length=3)  # noqa: E731  (cloudpickle carries it)
+    frames, _ = rollout(vector.make(creator, backend="multiprocessing", num_envs=2, num_workers=2, context="spawn"), 4)
+    assert frames[0].tolist() == [[7, 0], [8, 0]]
+    assert frames[4][0].tolist() == [[7, 1], [8, 1]]  # autoreset after step 3
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    "backend, num_workers, zero_copy",
+    [("serial", None, True), ("multiprocessing", 4, True), ("multiprocessing", 8, False)],
+)
+def test_pool_returns_each_env_exactly_once_per_send(backend, num_workers, zero_copy):
+    """Rows belong to the env_ids they claim, and each send yields exactly one return of its envs."""
+    creator = functools.partial(counter, length=1000, jitter=0.002)
+    envs = vector.make(
+        creator, backend=backend, num_envs=16, num_workers=num_workers, batch_size=4, zero_copy=zero_copy, seed=100
+    )
+    returned = np.zeros(16, dtype=int)
+    sent = np.zeros(16, dtype=int)
+    envs.async_reset()
+    orders = set()
+    for _ in range(120):
+        observations, rewards, _, _, _, env_ids, masks = envs.recv()
+        assert len(env_ids) == 4 and len(set(env_ids.tolist())) == 4 and masks.all()
+        returned[env_ids] += 1
+        assert (returned[env_ids] == sent[env_ids] + 1).all()
+        # Each row is the env it claims to be, after exactly as many steps as it was sent.
+        assert observations[:, 0].tolist() == (100 + env_ids).tolist()
+        assert observations[:, 1].tolist() == sent[env_ids].tolist()
+        orders.add(tuple(env_ids.tolist()))
+        actions = env_ids % 4
+        envs.send(actions)
+        sent[env_ids] += 1
+    envs.close()
+    assert returned.sum() == 120 * 4 and (sent > 0).all()
+    if not zero_copy:
+        assert len(orders) > 4  # first-ready batches really do mix workers
+
+
+@pytest.mark.timeout(60)
+def test_zero_copy_batches_are_views_of_the_shared_buffer():
+    envs = vector.make(
+        functools.partial(counter, length=9), backend="multiprocessing", num_envs=8, num_workers=4, batch_size=4
+    )
+    envs.async_reset(seed=0)
+    observations, *_ = envs.recv()
+    assert np.shares_memory(observations, envs.observations)
+    envs.close()
+
+
+@pytest.mark.timeout(60)
+def test_render_works_in_every_backend():
+    serial = vector.make(squared, backend="serial", num_envs=4, num_workers=2)
+    processes = vector.make(squared, backend="multiprocessing", num_envs=4, num_workers=2)
+    serial.reset(seed=3)
+    processes.reset(seed=3)
+    assert serial.render(3) == processes.render(3) and "\x1b[" in serial.render(3)
+    serial.close()
+    processes.close()
+
+
+def test_misuse_raises_api_usage_error():
+    with pytest.raises(APIUsageError, match="multiple of num_workers"):
+        vector.make(counter, num_envs=6, num_workers=4, backend="multiprocessing")
+    with pytest.raises(APIUsageError, match="whole workers"):
+        vector.make(counter, num_envs=8, num_workers=2, batch_size=2, backend="serial")
+    with pytest.raises(APIUsageError, match="unknown backend"):
+        vector.make(counter, backend="threads")
+    with pytest.raises(APIUsageError, match="batched env_creator"):
+        vector.make(counter, backend="native")
+    with pytest.raises(APIUsageError, match="buf= keyword"):
+        vector.make(lambda: GymnasiumPufferEnv(env=CounterEnv()), backend="serial")
+    with pytest.raises(APIUsageError, match="not a PufferEnv"):
+        vector.make(lambda buf=None: CounterEnv(), backend="serial")
+    envs = vector.make(counter, num_envs=4, batch_size=2, backend="serial")
+    with pytest.raises(APIUsageError, match="reset"):
+        envs.recv()
+    with pytest.raises(APIUsageError, match="async_reset"):
+        envs.step(np.zeros(4))
+    envs.async_reset()
+    with pytest.raises(APIUsageError, match="send"):
+        envs.send(np.zeros(2))
+    envs.recv()
+    with pytest.raises(APIUsageError, match="recv\\(\\) called twice"):
+        envs.recv()
+    with pytest.raises(ValueError, match="shape"):
+        envs.send(np.zeros(3))
+    envs.close()
+    with pytest.raises(APIUsageError, match="closed"):
+        envs.async_reset()
+
+
+# Failures ------------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_env_exception_reraises_with_the_worker_traceback():
+    envs = vector.make(functools.partial(counter, fail_at=3), backend="multiprocessing", num_envs=4, num_workers=2)
+    envs.reset(seed=0)
+    envs.step(np.zeros(4))
+    envs.step(np.zeros(4))
+    with pytest.raises(ValueError, match="failed on step 3") as raised:
+        envs.step(np.zeros(4))
+    assert "in step" in str(raised.value.__cause__) and "test_vector.py" in str(raised.value.__cause__)
+    assert "Raised in worker" in raised.value.__notes__[0]
+    with pytest.raises(APIUsageError, match="earlier failure"):
+        envs.step(np.zeros(4))
+    envs.close()
+    assert not any(process.is_alive() for process in envs.processes)
+
+
+@pytest.mark.timeout(60)
+def test_unpicklable_exception_and_creation_failure_still_surface():
+    envs = vector.make(
+        lambda buf=None: GymnasiumPufferEnv(env=UnpicklableErrorEnv(), buf=buf),
+        backend="multiprocessing",
+        num_envs=2,
+        num_workers=2,
+    )
+    envs.reset()
+    with pytest.raises(WorkerError, match="Unpicklable"):
+        envs.step(np.zeros(2))
+    envs.close()
+
+    envs = vector.make(
+        lambda buf=None: GymnasiumPufferEnv(env=UnpicklableInfoEnv(), buf=buf),
+        backend="multiprocessing",
+        num_envs=2,
+        num_workers=2,
+    )
+    envs.reset()
+    with pytest.raises(Exception, match="pickle") as raised:
+        envs.step(np.zeros(2))
+    assert "_worker_main" in str(raised.value.__cause__)  # the worker's traceback came along
+    envs.close()
+
+    created = []
+
+    def creator(buf=None):
+        created.append(1)
+        if len(created) > 1:  # the driver env in the main process is the first call
+            raise RuntimeError("cannot build this env in a worker")
+        return counter(buf)
+
+    with pytest.raises(RuntimeError, match="cannot build this env"):
+        vector.make(creator, backend="multiprocessing", num_envs=2, num_workers=2)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("pool", [False, True])
+def test_sigkilled_worker_is_detected(pool):
+    envs = vector.make(
+        functools.partial(counter, length=1000),
+        backend="multiprocessing",
+        num_envs=4,
+        num_workers=2,
+        batch_size=2 if pool else None,
+    )
+    envs.async_reset(seed=0)
+    envs.recv()
+    os.kill(envs.processes[1].pid, signal.SIGKILL)
+    with pytest.raises(WorkerDiedError, match=r"worker 1 .*SIGKILL"):
+        while True:  # a pool goes on with worker 0 until the periodic liveness check sees worker 1
+            envs.send(np.zeros(envs.agents_per_batch))
+            envs.recv()
+    envs.close()
+    assert not any(process.is_alive() for process in envs.processes)
+
+
+CHILD_SCRIPT = textwrap.dedent(
+    """
+    import functools, os, signal, sys
+    sys.path.insert(0, {tests!r})
+    from pufferlib import vector
+    from test_vector import counter
+    envs = vector.make(functools.partial(counter, length=5), backend="multiprocessing", num_envs=4, num_workers=2)
+    envs.reset(seed=0)
+    envs.step([0, 0, 0, 0])
+    print(" ".join(str(process.pid) for process in envs.processes), flush=True)
+    if sys.argv[1] == "kill-main":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if sys.argv[1] == "close":
+        envs.close()
+    # "exit": the interpreter exits with the vector env still open
+    """
+)
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def shared_memory_entries():
+    return set(os.listdir("/dev/shm"))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("ending", ["close", "exit", "kill-main"])
+def test_no_process_or_shared_memory_outlives_the_vector_env(ending):
+    before = shared_memory_entries()
+    script = CHILD_SCRIPT.format(tests=os.path.join(REPO, "tests"))
+    result = subprocess.run([sys.executable, "-c", script, ending], capture_output=True, text=True, timeout=50)
+    assert result.returncode == (-signal.SIGKILL if ending == "kill-main" else 0), result.stderr
+    pids = [int(pid) for pid in result.stdout.split()]
+    assert len(pids) == 2
+    deadline = time.monotonic() + 10
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(alive(pid) for pid in pids)
+    leaked = {name for name in shared_memory_entries() - before if name.startswith(("sem.mp", "psm_", "pym-"))}
+    assert not leaked
+
+
+# Ray -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.skipif(IN_RAY_NAMESPACE, reason="this is the outer runner")
+def test_ray_in_a_private_network_namespace():
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        pytest.skip("needs root and unshare to give Ray a loopback-only network namespace")
+    command = (
+        "ip link set lo up && exec "
+        f"{sys.executable} -m pytest {os.path.abspath(__file__)} -k ray_ -q -p no:cacheprovider -o addopts=''"
+    )
+    result = subprocess.run(
+        ["unshare", "--net", "--", "sh", "-c", command],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=230,
+        env={**os.environ, **RAY_TEST_ENVIRONMENT, "RAY_AUTH_TOKEN": secrets.token_hex(32)},
+    )
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    assert "2 passed" in result.stdout, result.stdout[-3000:]
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(autouse=IN_RAY_NAMESPACE)
+def envs_by_value():
+    """Ray workers cannot import this test module: send its envs and creators by value."""
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    yield
+    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+
+@pytest.fixture
+def ray_cluster():
+    """A head node and a worker node of one CPU each, started with `ray start`, on loopback."""
+    import ray
+
+    temp_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
+    port = free_port()
+    common = [
+        "--block",
+        "--node-ip-address=127.0.0.1",
+        "--num-cpus=1",
+        "--object-store-memory=100000000",
+        "--disable-usage-stats",
+    ]
+    ray_cli = os.path.join(os.path.dirname(sys.executable), "ray")
+    nodes = []
+
+    def start(arguments, log_name):
+        log = open(os.path.join(temp_dir, log_name), "w")
+        # Own session per node: stopping it is one signal to its process group, no name lookups.
+        nodes.append(
+            subprocess.Popen(
+                [ray_cli, "start", *arguments, *common], stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        )
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            with open(log.name) as text:
+                if "block forever" in text.read():
+                    return
+            assert nodes[-1].poll() is None, open(log.name).read()
+            time.sleep(0.2)
+        raise TimeoutError(open(log.name).read())
+
+    try:
+        start(["--head", f"--port={port}", "--include-dashboard=false", f"--temp-dir={temp_dir}"], "head.log")
+        start([f"--address=127.0.0.1:{port}"], "worker.log")
+        ray.init(address=f"127.0.0.1:{port}", log_to_driver=False)
+        yield ray
+    finally:
+        ray.shutdown()
+        # Each node is its own process group (gcs, raylet, agents): SIGTERM lets them shut down,
+        # SIGKILL after a short grace ends whatever ignored it.
+        for node in reversed(nodes):
+            try:
+                os.killpg(node.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        time.sleep(2)
+        for node in reversed(nodes):
+            try:
+                os.killpg(node.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            node.wait()
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.skipif(not IN_RAY_NAMESPACE, reason="run by test_ray_in_a_private_network_namespace")
+def test_ray_cluster_matches_serial(ray_cluster):
+    for creator, num_envs in (CREATORS["cartpole"], CREATORS["squared_native"]):
+        envs = vector.make(creator, backend="Ray", num_envs=num_envs, num_workers=2)
+        assert len(set(envs.node_ids())) == 2  # one actor on each node of the cluster
+        assert_same_rollouts(rollout(vector.make(creator, backend="Serial", num_envs=num_envs), 40), rollout(envs, 40))
+
+    pool = vector.make(
+        functools.partial(counter, length=1000), backend="ray", num_envs=8, num_workers=2, batch_size=4, seed=10
+    )
+    pool.async_reset()
+    sent = np.zeros(8, dtype=int)
+    for _ in range(10):
+        observations, _, _, _, _, env_ids, _ = pool.recv()
+        assert observations[:, 0].tolist() == (10 + env_ids).tolist()
+        assert observations[:, 1].tolist() == sent[env_ids].tolist()
+        pool.send(np.zeros(4))
+        sent[env_ids] += 1
+    pool.close()
+
+    failing = vector.make(functools.partial(counter, fail_at=2), backend="ray", num_envs=2, num_workers=2)
+    failing.reset()
+    failing.step(np.zeros(2))
+    with pytest.raises(ValueError, match="failed on step 2"):
+        failing.step(np.zeros(2))
+    failing.close()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.skipif(not IN_RAY_NAMESPACE, reason="run by test_ray_in_a_private_network_namespace")
+def test_ray_local_init_matches_serial():
+    import ray
+
+    temp_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=temp_dir)
+    try:
+        creator, num_envs = CREATORS["tictactoe_padded"]
+        reference = rollout(vector.make(creator, backend="serial", num_envs=num_envs), 40)
+        assert_same_rollouts(
+            reference, rollout(vector.make(creator, backend="ray", num_envs=num_envs, num_workers=2), 40)
+        )
+    finally:
+        ray.shutdown()
+        shutil.rmtree(temp_dir, ignore_errors=True)

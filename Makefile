@@ -39,3 +39,5 @@ lint: setup
 
 clean:
 	rm -rf build $(VENV) ocean/*/binding.c ocean/*/*.so *.egg-info
+
+include docker/Makefile.tank

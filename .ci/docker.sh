@@ -39,7 +39,7 @@ done
 if [ "${#missing[@]}" -gt 0 ]; then
   step "apt-get install ${missing[*]}"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 else
   step "docker.io, debootstrap, shellcheck already installed"
 fi
@@ -56,9 +56,14 @@ fi
 if docker info >/dev/null 2>&1; then
   step "dockerd already running"
 else
+  # A dockerd that was killed (as at the end of a session) leaves its pid file, which stops the
+  # next one from starting.
+  if [ -f /var/run/docker.pid ] && ! kill -0 "$(cat /var/run/docker.pid)" 2>/dev/null; then
+    rm -f /var/run/docker.pid
+  fi
+  step "starting dockerd (log: $dockerd_log)"
   # The default bridge must never exist here (traffic to private ranges is forbidden), so no
   # bridge, no NAT rules; builds use --network host and containers --network none/host.
-  step "starting dockerd (log: $dockerd_log)"
   setsid nohup /usr/sbin/dockerd --bridge=none --iptables=false --ip-masq=false \
     --storage-driver=overlay2 >"$dockerd_log" 2>&1 < /dev/null &
   for _ in $(seq 60); do

@@ -1,0 +1,45 @@
+# shellcheck shell=bash
+# Login hook: an interactive ssh login lands in a PufferTank container. setup/setup.sh
+# --login-hook installs it and sources it from the user's ~/.bash_profile; sourced, not run, so
+# that `exec` replaces the login shell (leaving the container ends the ssh session) and so that
+# when it declines the login simply goes on in the host's shell.
+#
+# The container (puffertank-$USER) persists between logins: tmux sessions, running jobs and
+# installed packages survive a disconnect. The host home is mounted at /home/puffer/host.
+#
+# Ways out, to the host's shell: `ssh -t USER@BOX bash` (a command skips login files), or
+# `touch ~/.puffertank-host` (remove it to come back). PUFFERTANK_IMAGE picks another image.
+
+puffertank_login() {
+  # Only a person's interactive ssh login: not scp, not `ssh box command`, not a local console.
+  [[ $- == *i* ]] && [ -n "${SSH_CONNECTION:-}" ] && [ -t 0 ] && [ -t 1 ] || return 0
+  if [ -e "$HOME/.puffertank-host" ]; then
+    echo "puffertank: ~/.puffertank-host exists: staying on the host"
+    return 0
+  fi
+  local image=${PUFFERTANK_IMAGE:-puffertank/puffer:latest}
+  local name=puffertank-$USER
+  local running
+  if ! command -v docker >/dev/null; then
+    echo "puffertank: docker is not installed: staying on the host (see setup/setup.sh)"
+    return 0
+  fi
+  if ! running=$(docker inspect --format '{{.State.Running}}' "$name" 2>/dev/null); then
+    if ! docker image inspect "$image" >/dev/null 2>&1; then
+      echo "puffertank: no image $image (build it: make tank): staying on the host"
+      return 0
+    fi
+    local gpus=()
+    if nvidia-smi -L >/dev/null 2>&1; then gpus=(--gpus all); fi
+    echo "puffertank: starting container $name from $image"
+    docker run --detach --name "$name" "${gpus[@]}" --ipc host --network host --restart unless-stopped \
+      --volume "$HOME:/home/puffer/host" "$image" sleep infinity >/dev/null || return 0
+  elif [ "$running" = false ]; then
+    docker start "$name" >/dev/null || return 0
+  fi
+  echo "puffertank: entering $name (exit leaves the ssh session; host shell: ssh -t ... bash, or touch ~/.puffertank-host)"
+  exec docker exec --interactive --tty "$name" /usr/local/bin/puffertank-entrypoint bash --login
+}
+
+puffertank_login
+unset -f puffertank_login

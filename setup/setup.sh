@@ -1,0 +1,316 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 (bookworm) box to train in PufferTank: kernel headers and build
+# tools, ssh, the NVIDIA driver, docker, the NVIDIA container toolkit, Tailscale, a `puffer`
+# user in the docker group and, optionally, an ssh login that lands in the container.
+#
+# Idempotent: every step looks at the system first and changes only what is missing, so a second
+# run changes nothing. Other distributions and releases are refused.
+#
+# usage: sudo setup/setup.sh [options]
+#   --dry-run           print every step and what it would run; change nothing (root not needed)
+#   --gpu, --no-gpu     install the NVIDIA driver and container toolkit, or don't
+#                       (default: when an NVIDIA PCI device is present)
+#   --docker=KIND       debian (Debian's docker.io, default), docker-ce (Docker's repository), none
+#   --no-tailscale      skip Tailscale
+#   --user=NAME         the training user (default: puffer)
+#   --ssh-key=FILE      authorize this public key for that user
+#   --login-hook        that user's interactive ssh logins land in the PufferTank container
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+dry_run=0
+gpu=auto
+docker_kind=debian
+tailscale=1
+user=puffer
+ssh_key=
+login_hook=0
+
+usage() { sed -n '9,17s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+
+for arg in "$@"; do
+  case $arg in
+    --dry-run) dry_run=1 ;;
+    --gpu) gpu=1 ;;
+    --no-gpu) gpu=0 ;;
+    --docker=debian | --docker=docker-ce | --docker=none) docker_kind=${arg#--docker=} ;;
+    --no-tailscale) tailscale=0 ;;
+    --user=?*) user=${arg#--user=} ;;
+    --ssh-key=?*) ssh_key=${arg#--ssh-key=} ;;
+    --login-hook) login_hook=1 ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "setup.sh: unknown option '$arg'" >&2; usage >&2; exit 2 ;;
+  esac
+done
+
+# --- refuse what this script was not written for ------------------------------------------------
+# shellcheck source=/dev/null
+os_id=$(. /etc/os-release 2>/dev/null && echo "${ID:-}")
+# shellcheck source=/dev/null
+os_version=$(. /etc/os-release 2>/dev/null && echo "${VERSION_ID:-}")
+# shellcheck source=/dev/null
+os_name=$(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-unknown}")
+if [ "$os_id" != debian ] || [ "$os_version" != 12 ]; then
+  echo "setup.sh: refusing to run: this script sets up Debian 12 (bookworm) only, and this system is '$os_name'." >&2
+  echo "  Its package names, repositories and driver packaging are Debian 12's; on another system follow its own docs." >&2
+  exit 1
+fi
+if [ "$dry_run" = 0 ] && [ "$(id -u)" -ne 0 ]; then
+  echo "setup.sh: run as root (sudo $0 $*), or add --dry-run to see the steps" >&2
+  exit 1
+fi
+if [ -n "$ssh_key" ] && [ ! -r "$ssh_key" ]; then
+  echo "setup.sh: cannot read the ssh key '$ssh_key'" >&2
+  exit 2
+fi
+if [ "$gpu" = auto ]; then
+  gpu=0
+  for vendor in /sys/bus/pci/devices/*/vendor; do
+    if [ "$(cat "$vendor" 2>/dev/null)" = 0x10de ]; then gpu=1; fi
+  done
+fi
+
+# --- how steps report and act -------------------------------------------------------------------
+arch=$(dpkg --print-architecture)
+total=10
+number=0
+changes=0
+step_changed=0
+apt_fresh=0
+systemd=0
+[ -d /run/systemd/system ] && systemd=1
+
+step() {
+  number=$((number + 1))
+  step_changed=0
+  printf '[%d/%d] %s\n' "$number" "$total" "$1"
+}
+ok() { printf '  ok: %s\n' "$1"; }
+skip() { printf '  skip: %s\n' "$1"; }
+note() { printf '  note: %s\n' "$1"; }
+changed() {
+  if [ "$step_changed" = 0 ]; then
+    changes=$((changes + 1))
+    step_changed=1
+  fi
+}
+# Prints a command, and runs it unless this is a dry run.
+act() {
+  changed
+  if [ "$dry_run" = 1 ]; then
+    printf '  would run: %s\n' "$*"
+  else
+    printf '  + %s\n' "$*"
+    "$@"
+  fi
+}
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'; }
+apt_update() {
+  [ "$apt_fresh" = 1 ] && return 0
+  act apt-get update -q
+  apt_fresh=1
+}
+ensure_packages() {
+  local missing=() pkg
+  for pkg in "$@"; do installed "$pkg" || missing+=("$pkg"); done
+  if [ "${#missing[@]}" = 0 ]; then
+    ok "installed: $*"
+    return 0
+  fi
+  apt_update
+  act env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+# Writes CONTENT to PATH (mode MODE) unless it already holds exactly that.
+ensure_file() {
+  local path=$1 mode=$2 content=$3
+  if [ -f "$path" ] && [ "$(cat "$path")" = "$content" ]; then
+    ok "$path is up to date"
+    return 0
+  fi
+  changed
+  if [ "$dry_run" = 1 ]; then
+    printf '  would write %s\n' "$path"
+  else
+    printf '  + write %s\n' "$path"
+    install -D -m "$mode" /dev/stdin "$path" <<<"$content"
+  fi
+}
+# Adds TEXT at the end of PATH, which keeps what it had.
+append() {
+  local path=$1 text=$2
+  changed
+  if [ "$dry_run" = 1 ]; then
+    printf '  would append to %s: %s\n' "$path" "${text//$'\n'/; }"
+  else
+    printf '  + append to %s\n' "$path"
+    printf '%s\n' "$text" >>"$path"
+  fi
+}
+# Fetches URL to PATH once: keys and repository lists are never rewritten behind the admin's back.
+ensure_download() {
+  local url=$1 path=$2
+  if [ -s "$path" ]; then
+    ok "$path present"
+    return 0
+  fi
+  act install -d -m 0755 "$(dirname "$path")"
+  act curl -fsSL "$url" -o "$path"
+}
+# A new or changed repository makes the package lists stale.
+ensure_repository() {
+  ensure_file "$1" 0644 "$2"
+  if [ "$step_changed" = 1 ]; then apt_fresh=0; fi
+}
+ensure_service() {
+  if [ "$systemd" = 0 ]; then
+    skip "systemd is not running here (a container?): start $1 by hand"
+  elif systemctl is-enabled --quiet "$1" && systemctl is-active --quiet "$1"; then
+    ok "service $1 enabled and running"
+  else
+    act systemctl enable --now "$1"
+  fi
+}
+
+# --- the steps ----------------------------------------------------------------------------------
+step "Base packages: kernel headers, build tools, ssh server, git, vim"
+headers=linux-headers-$(uname -r)
+# A running kernel that is not Debian's (or no longer in the archive) has no headers package of its
+# own: the architecture's metapackage brings the headers of Debian's current kernel instead.
+apt-cache show "$headers" >/dev/null 2>&1 || headers=linux-headers-$arch
+ensure_packages "$headers" build-essential dkms openssh-server git vim curl ca-certificates sudo tmux htop
+
+step "SSH server"
+ensure_service ssh
+
+step "Debian's contrib, non-free and non-free-firmware components (the NVIDIA driver lives there)"
+if [ "$gpu" = 0 ]; then
+  skip "no NVIDIA GPU (pass --gpu to install the driver anyway)"
+else
+  for sources in /etc/apt/sources.list /etc/apt/sources.list.d/debian.sources; do
+    [ -f "$sources" ] || continue
+    # One-line format: 'deb URI SUITE main ...'; deb822 format: 'Components: main ...'.
+    wanted=$(awk '
+      ($1 ~ /^deb(-src)?$/ && /debian/ && / main/) || /^Components:/ {
+        split("contrib non-free non-free-firmware", extra, " ")
+        for (i = 1; i <= 3; i++) if (index(" " $0 " ", " " extra[i] " ") == 0) $0 = $0 " " extra[i]
+      }
+      { print }' "$sources")
+    ensure_file "$sources" 0644 "$wanted"
+  done
+  if [ "$step_changed" = 1 ]; then apt_fresh=0; fi
+fi
+
+step "NVIDIA driver"
+if [ "$gpu" = 0 ]; then
+  skip "no NVIDIA GPU"
+else
+  ensure_packages nvidia-driver nvidia-smi firmware-misc-nonfree
+  if [ "$step_changed" = 1 ]; then note "reboot to load the driver, then check with nvidia-smi"; fi
+fi
+
+step "Docker ($docker_kind)"
+case $docker_kind in
+  none) skip "--docker=none" ;;
+  debian)
+    ensure_packages docker.io
+    ensure_service docker
+    ;;
+  docker-ce)
+    if installed docker.io; then
+      echo "setup.sh: Debian's docker.io is installed and conflicts with docker-ce; remove it first (apt-get remove docker.io)" >&2
+      exit 1
+    fi
+    ensure_download https://download.docker.com/linux/debian/gpg /etc/apt/keyrings/docker.asc
+    ensure_repository /etc/apt/sources.list.d/docker.list \
+      "deb [arch=$arch signed-by=/etc/apt/keyrings/docker.asc] https://download.docker.com/linux/debian bookworm stable"
+    ensure_packages docker-ce docker-ce-cli containerd.io docker-buildx-plugin
+    ensure_service docker
+    ;;
+esac
+
+step "NVIDIA container toolkit (GPUs inside containers)"
+if [ "$gpu" = 0 ] || [ "$docker_kind" = none ]; then
+  skip "needs a GPU and docker"
+else
+  ensure_download https://nvidia.github.io/libnvidia-container/gpgkey /etc/apt/keyrings/nvidia-container-toolkit.asc
+  ensure_repository /etc/apt/sources.list.d/nvidia-container-toolkit.list \
+    "deb [signed-by=/etc/apt/keyrings/nvidia-container-toolkit.asc] https://nvidia.github.io/libnvidia-container/stable/deb/$arch /"
+  ensure_packages nvidia-container-toolkit
+  if grep -qs '"nvidia"' /etc/docker/daemon.json; then
+    ok "docker knows the nvidia runtime"
+  else
+    act nvidia-ctk runtime configure --runtime=docker
+    if [ "$systemd" = 1 ]; then act systemctl restart docker; fi
+  fi
+fi
+
+step "Tailscale"
+if [ "$tailscale" = 0 ]; then
+  skip "--no-tailscale"
+else
+  ensure_download https://pkgs.tailscale.com/stable/debian/bookworm.noarmor.gpg /usr/share/keyrings/tailscale-archive-keyring.gpg
+  ensure_repository /etc/apt/sources.list.d/tailscale.list \
+    "deb [signed-by=/usr/share/keyrings/tailscale-archive-keyring.gpg] https://pkgs.tailscale.com/stable/debian bookworm main"
+  ensure_packages tailscale
+  ensure_service tailscaled
+  note "join the tailnet once with: sudo tailscale up"
+fi
+
+step "User $user in the docker group"
+if id "$user" >/dev/null 2>&1; then
+  ok "user $user exists"
+else
+  act useradd --create-home --shell /bin/bash "$user"
+fi
+# The group exists before docker does when --docker=none; docker's packages then adopt it.
+if getent group docker >/dev/null; then
+  ok "group docker exists"
+else
+  act groupadd --system docker
+fi
+if id -nG "$user" 2>/dev/null | tr ' ' '\n' | grep -qx docker; then
+  ok "$user is in the docker group"
+else
+  act usermod -aG docker "$user"
+fi
+
+# In a dry run the user may not exist yet: useradd's default home stands in.
+home=/home/$user
+if entry=$(getent passwd "$user"); then home=$(cut -d: -f6 <<<"$entry"); fi
+
+step "SSH key for $user"
+if [ -z "$ssh_key" ]; then
+  skip "no --ssh-key given"
+elif grep -qxFs "$(cat "$ssh_key")" "$home/.ssh/authorized_keys"; then
+  ok "key already authorized"
+else
+  act install -d -m 0700 -o "$user" -g "$user" "$home/.ssh"
+  append "$home/.ssh/authorized_keys" "$(cat "$ssh_key")"
+  act chown "$user:$user" "$home/.ssh/authorized_keys"
+  act chmod 0600 "$home/.ssh/authorized_keys"
+fi
+
+step "Login hook: ssh $user@this-box lands in the PufferTank container"
+if [ "$login_hook" = 0 ]; then
+  skip "no --login-hook given"
+else
+  ensure_file /usr/local/share/puffertank/login_hook.sh 0644 "$(cat "$here/../scripts/login_hook.sh")"
+  hook_line='. /usr/local/share/puffertank/login_hook.sh'
+  if grep -qsxF "$hook_line" "$home/.bash_profile"; then
+    ok "$home/.bash_profile sources the hook"
+  elif [ -f "$home/.bash_profile" ]; then
+    append "$home/.bash_profile" "$hook_line"
+  else
+    # A new ~/.bash_profile hides ~/.profile from bash, so it sources ~/.profile first.
+    append "$home/.bash_profile" "[ -f ~/.profile ] && . ~/.profile
+$hook_line"
+    act chown "$user:$user" "$home/.bash_profile"
+  fi
+  note "way out: 'ssh -t $user@box bash' (a command skips the hook), or touch ~/.puffertank-host"
+fi
+
+if [ "$dry_run" = 1 ]; then
+  echo "setup.sh (dry run): $changes steps would change this system"
+else
+  echo "setup.sh: $changes steps changed this system"
+fi

@@ -1,0 +1,1 @@
+"""Thin wrappers that give PufferLib policies the interfaces of other learning libraries."""

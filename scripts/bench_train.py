@@ -1,0 +1,164 @@
+"""Training benchmarks for PuffeRL.
+
+1. Training steps per second (rollout + PPO update) on an Ocean env, any policy and device:
+
+    python scripts/bench_train.py sps                                   # puffer_squared, CPU defaults
+    python scripts/bench_train.py sps --device cuda --policy mingru --hidden 256 --layers 3 --num-envs 8192
+
+2. CartPole-v1 race, side by side in one process on the same cores: wall-clock time until the mean
+   return of the newest 100 episodes reaches 475, for PuffeRL (pufferlib/config/classic_control.ini)
+   and for Stable-Baselines3 PPO with its default settings (`pip install stable-baselines3`, the
+   'bench' extra). Runs alternate between the two so that background load hits both alike.
+
+    python scripts/bench_train.py cartpole --seeds 1 2 3
+    python scripts/bench_train.py all
+
+Both libraries get the same torch thread count (--torch-threads, default 1: on small shared
+machines extra threads mostly wait on each other). Clocks start before the env is built.
+"""
+
+import argparse
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+from pufferlib import pufferl
+
+CARTPOLE_TARGET = 475.0
+
+
+def measure_sps(args):
+    """Steps per second of full training epochs, after warm-up epochs (compilation on GPU)."""
+    flags = ["--train.device", args.device, "--vec.num-envs", str(args.num_envs), "--train.torch-threads", str(args.torch_threads)]
+    if args.policy != "default":
+        flags += ["--base.rnn", args.policy, "--rnn.hidden-size", str(args.hidden), "--rnn.num-layers", str(args.layers)]
+    flags += ["--policy.hidden-size", str(args.hidden)]
+    for key in ("horizon", "minibatch_size", "optimizer"):
+        if getattr(args, key) is not None:
+            flags += [f"--train.{key.replace('_', '-')}", str(getattr(args, key))]
+    config = pufferl.apply_flags(pufferl.load_config(args.env), flags + args.flags)
+    vecenv = pufferl.make_vecenv(args.env, config)
+    trainer = pufferl.PuffeRL(config, vecenv, pufferl.make_policy(vecenv, config))
+    synchronize = torch.cuda.synchronize if trainer.device.startswith("cuda") else (lambda: None)
+    for _ in range(args.warmup):
+        trainer.evaluate()
+        trainer.train()
+    synchronize()
+    step0, start, rollout, update, epochs = trainer.global_step, time.perf_counter(), 0.0, 0.0, 0
+    while time.perf_counter() - start < args.seconds:
+        trainer.evaluate()
+        trainer.train()
+        rollout += trainer.timings["rollout"]
+        update += trainer.timings["train"]
+        epochs += 1
+    synchronize()
+    elapsed = time.perf_counter() - start
+    steps = trainer.global_step - step0
+    trainer.close()
+    from pufferlib.models import describe
+
+    print(f"{args.env} on {trainer.device}: {describe(trainer.policy)}, {trainer.num_agents} agents, "
+          f"batch {trainer.batch_size}, minibatch {trainer.minibatch_segments * trainer.horizon}, {trainer.train_config['optimizer']}")
+    print(f"  training {steps / elapsed / 1e6:.3f}M SPS over {epochs} epochs ({elapsed:.1f} s); "
+          f"rollout {steps / rollout / 1e6:.3f}M SPS alone, update {steps / update / 1e6:.3f}M SPS alone")
+    return steps / elapsed
+
+
+def puffer_cartpole(seed, budget):
+    wall = time.perf_counter()
+    config = pufferl.apply_flags(pufferl.load_config("CartPole-v1"), ["--base.seed", str(seed)])
+    vecenv = pufferl.make_vecenv("CartPole-v1", config)
+    trainer = pufferl.PuffeRL(config, vecenv, pufferl.make_policy(vecenv, config))
+    try:
+        while trainer.epoch < trainer.total_epochs and time.perf_counter() - wall < budget:
+            trainer.evaluate()
+            trainer.train()
+            if trainer.check_solved("episode_return", CARTPOLE_TARGET, 0.0, 100):
+                return time.perf_counter() - wall, trainer.solved[0]
+        return None, trainer.global_step
+    finally:
+        trainer.close()
+
+
+def sb3_cartpole(seed, budget, n_envs):
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+
+    class StopAtTarget(BaseCallback):
+        """Stops once the newest 100 episodes (SB3's own ep_info_buffer) average the target."""
+
+        def __init__(self, start):
+            super().__init__()
+            self.start = start
+            self.solved = False
+
+        def _on_step(self):
+            episodes = self.model.ep_info_buffer
+            if len(episodes) == 100 and np.mean([e["r"] for e in episodes]) >= CARTPOLE_TARGET:
+                self.solved = True
+            return not self.solved and time.perf_counter() - self.start < budget
+
+    wall = time.perf_counter()
+    model = PPO("MlpPolicy", make_vec_env("CartPole-v1", n_envs=n_envs, seed=seed), seed=seed, device="cpu")
+    callback = StopAtTarget(wall)
+    model.learn(total_timesteps=10_000_000, callback=callback)
+    return (time.perf_counter() - wall if callback.solved else None), model.num_timesteps
+
+
+def cartpole_race(args):
+    try:
+        import stable_baselines3
+    except ImportError:
+        print("The CartPole race needs Stable-Baselines3: pip install -e '.[bench]' (or pip install stable-baselines3)")
+        return None
+    print(f"CartPole-v1 to mean return >= {CARTPOLE_TARGET:.0f} over 100 episodes; PuffeRL vs SB3 {stable_baselines3.__version__} "
+          f"PPO defaults ({args.sb3_envs} env); torch threads {torch.get_num_threads()}; budget {args.budget:.0f} s per run")
+    print("| seed | PuffeRL s | PuffeRL steps | SB3 s | SB3 steps |")
+    print("| --- | --- | --- | --- | --- |")
+    ours, theirs = [], []
+    for seed in args.seeds:
+        ours.append(puffer_cartpole(seed, args.budget))
+        theirs.append(sb3_cartpole(seed, args.budget, args.sb3_envs))
+        show = lambda t: f"{t:.1f}" if t is not None else f"> {args.budget:.0f} (unsolved)"  # noqa: E731
+        print(f"| {seed} | {show(ours[-1][0])} | {ours[-1][1]} | {show(theirs[-1][0])} | {theirs[-1][1]} |", flush=True)
+    a = [t for t, _ in ours if t is not None]
+    b = [t for t, _ in theirs if t is not None]
+    if a and b:
+        print(f"median: PuffeRL {statistics.median(a):.1f} s ({len(a)}/{len(ours)} solved), SB3 {statistics.median(b):.1f} s "
+              f"({len(b)}/{len(theirs)} solved): {statistics.median(b) / statistics.median(a):.1f}x faster")
+    return ours, theirs
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("what", choices=["sps", "cartpole", "all"], nargs="?", default="all")
+    parser.add_argument("--env", default="puffer_squared")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--policy", choices=["default", "lstm", "mingru"], default="default")
+    parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--layers", type=int, default=1)
+    parser.add_argument("--num-envs", type=int, default=1024)
+    parser.add_argument("--horizon", type=int)
+    parser.add_argument("--minibatch-size", type=int)
+    parser.add_argument("--optimizer", choices=["adam", "muon"])
+    parser.add_argument("--seconds", type=float, default=10.0, help="timed seconds of the SPS run")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed epochs first (compilation on GPU)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--budget", type=float, default=120.0, help="seconds per CartPole run before it counts as unsolved")
+    parser.add_argument("--sb3-envs", type=int, default=1, help="SB3's n_envs (its default is 1)")
+    parser.add_argument("--torch-threads", type=int, default=1)
+    args, args.flags = parser.parse_known_args()
+    torch.set_num_threads(args.torch_threads)
+    if args.what in ("sps", "all"):
+        measure_sps(args)
+    if args.what in ("cartpole", "all"):
+        cartpole_race(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

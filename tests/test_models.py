@@ -1,0 +1,144 @@
+"""Policies: shapes for every action space, sampling, and recurrent training/acting agreement."""
+
+import gymnasium
+import numpy as np
+import pytest
+import torch
+from torch.distributions import Categorical
+
+from pufferlib.frameworks import cleanrl
+from pufferlib.models import Convolutional, Default, LSTMWrapper, MinGRU, MinGRUWrapper
+from pufferlib.pytorch import linear_scan, sample_logits
+
+
+class FakeEnv:
+    """Just the spaces a policy reads."""
+
+    def __init__(self, observation_space, action_space):
+        self.single_observation_space = observation_space
+        self.single_action_space = action_space
+
+
+BOX_OBS = gymnasium.spaces.Box(-1, 1, (6,), np.float32)
+ACTION_SPACES = {
+    "discrete": gymnasium.spaces.Discrete(5),
+    "multidiscrete": gymnasium.spaces.MultiDiscrete([2, 3, 4]),
+    "box": gymnasium.spaces.Box(-1, 1, (3,), np.float32),
+}
+
+
+def test_linear_scan_matches_a_loop():
+    torch.manual_seed(0)
+    for steps in (1, 2, 5, 16, 33):
+        a, b, h0 = torch.rand(3, steps, 4), torch.randn(3, steps, 4), torch.randn(3, 4)
+        h, expected = h0, []
+        for t in range(steps):
+            h = a[:, t] * h + b[:, t]
+            expected.append(h)
+        torch.testing.assert_close(linear_scan(a, b, h0), torch.stack(expected, 1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ACTION_SPACES)
+def test_default_policy_samples_and_scores_every_action_space(kind):
+    space = ACTION_SPACES[kind]
+    policy = Default(FakeEnv(BOX_OBS, space), hidden_size=32)
+    obs = torch.randn(7, 6)
+    logits, values, state = policy.forward_eval(obs, ())
+    assert values.shape == (7,) and state == ()
+    action, logprob, entropy = sample_logits(logits)
+    assert action.shape == (7, *space.shape)
+    assert logprob.shape == entropy.shape == (7,)
+    # Scoring the sampled action gives back the same log-probability.
+    _, again, _ = sample_logits(logits, action=action)
+    torch.testing.assert_close(again, logprob)
+    if kind == "box":
+        assert action.dtype == torch.float32
+    else:
+        nvec = [space.n] if kind == "discrete" else list(space.nvec)
+        assert int(action.min()) >= 0 and all(int(action.reshape(7, -1)[:, i].max()) < n for i, n in enumerate(nvec))
+
+
+def test_discrete_logprob_and_entropy_match_torch_categorical():
+    logits = torch.randn(11, 6)
+    action, logprob, entropy = sample_logits(logits)
+    reference = Categorical(logits=logits)
+    torch.testing.assert_close(logprob, reference.log_prob(action))
+    torch.testing.assert_close(entropy, reference.entropy())
+
+
+def test_sampling_is_reproducible_with_a_generator():
+    logits = torch.randn(100, 4)
+    first = sample_logits(logits, generator=torch.Generator().manual_seed(3))[0]
+    second = sample_logits(logits, generator=torch.Generator().manual_seed(3))[0]
+    assert torch.equal(first, second)
+
+
+def test_convolutional_policy_on_images():
+    for channels_last, shape in ((False, (4, 84, 84)), (True, (84, 84, 3))):
+        env = FakeEnv(gymnasium.spaces.Box(0, 255, shape, np.uint8), ACTION_SPACES["discrete"])
+        policy = Convolutional(env, hidden_size=64, channels_last=channels_last)
+        logits, values, _ = policy.forward_eval(torch.randint(0, 255, (2, *shape), dtype=torch.uint8), ())
+        assert logits.shape == (2, 5) and values.shape == (2,)
+
+
+@pytest.mark.parametrize("wrapper", ["lstm", "mingru"])
+def test_recurrent_training_pass_matches_stepping(wrapper):
+    """Training replays a segment in one call; it must see exactly what acting step by step saw,
+    including memory cleared where an episode begins inside the segment."""
+    torch.manual_seed(0)
+    env = FakeEnv(BOX_OBS, ACTION_SPACES["discrete"])
+    base = Default(env, hidden_size=16)
+    if wrapper == "lstm":
+        policy = LSTMWrapper(env, base, input_size=16, hidden_size=16)
+    else:
+        policy = MinGRUWrapper(env, base, input_size=16, hidden_size=16, num_layers=3)
+    segments, steps = 4, 9
+    obs = torch.randn(segments, steps, 6)
+    resets = torch.rand(segments, steps) < 0.25
+    start = tuple(torch.randn_like(s) for s in policy.initial_state(segments, "cpu"))
+
+    state, step_logits, step_values = start, [], []
+    for t in range(steps):
+        if t > 0:
+            keep = (~resets[:, t]).float()
+            state = tuple(s * keep.view(-1, *[1] * (s.ndim - 1)) for s in state)
+        logits, values, state = policy.forward_eval(obs[:, t], state)
+        step_logits.append(logits)
+        step_values.append(values)
+    logits, values = policy(obs, start, resets)
+    torch.testing.assert_close(logits.reshape(segments, steps, -1), torch.stack(step_logits, 1), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(values, torch.stack(step_values, 1), rtol=1e-4, atol=1e-5)
+
+
+def test_mingru_scan_gradients_match_stepping():
+    torch.manual_seed(1)
+    rnn = MinGRU(5, 8, num_layers=2)
+    x = torch.randn(3, 12, 5, requires_grad=True)
+    state = torch.zeros(3, 2, 8)
+    rnn(x, state).sum().backward()
+    scan_grad = x.grad.clone()
+    x.grad = None
+    outputs, h = [], state
+    for t in range(12):
+        out, h = rnn.step(x[:, t], h)
+        outputs.append(out)
+    torch.stack(outputs, 1).sum().backward()
+    torch.testing.assert_close(scan_grad, x.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_cleanrl_wrappers():
+    env = FakeEnv(BOX_OBS, ACTION_SPACES["multidiscrete"])
+    agent = cleanrl.Policy(Default(env, hidden_size=32))
+    action, logprob, entropy, value = agent.get_action_and_value(torch.randn(5, 6))
+    assert action.shape == (5, 3) and logprob.shape == entropy.shape == value.shape == (5,)
+    assert agent.get_value(torch.randn(5, 6)).shape == (5,)
+
+    recurrent = cleanrl.RecurrentPolicy(Default(env, hidden_size=32))
+    state = recurrent.initial_state(5)
+    action, logprob, entropy, value, state = recurrent.get_action_and_value(torch.randn(5, 6), state, done=torch.zeros(5))
+    assert action.shape == (5, 3) and state[0].shape == (5, 1, 32)
+    # A training pass over stored sequences scores the given actions.
+    done = torch.zeros(5, 4, dtype=torch.bool)
+    actions = torch.zeros(20, 3, dtype=torch.long)
+    _, logprob, _, value, _ = recurrent.get_action_and_value(torch.randn(5, 4, 6), recurrent.initial_state(5), done, actions)
+    assert logprob.shape == value.shape == (20,)

@@ -1,0 +1,396 @@
+"""PuffeRL: advantage kernel, prioritized replay, configs and flags, learning, checkpoints, CLI."""
+
+import json
+import os
+import shutil
+import signal
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+from pufferlib import pufferl
+from pufferlib.pufferl import CheckpointError, ConfigError
+
+
+def config_for(env_name, *flags, data_dir=None):
+    config = pufferl.load_config(env_name)
+    # CPU everywhere, so results are the same on machines with a GPU; the GPU path has its own test.
+    extra = ["--train.device", "cpu", "--train.dashboard", "plain", "--train.print-interval", "1000"]
+    if data_dir is not None:
+        extra += ["--train.data-dir", str(data_dir)]
+    return pufferl.apply_flags(config, extra + list(flags))
+
+
+def make_trainer(config):
+    env_name = config["base"]["env_name"]
+    vecenv = pufferl.make_vecenv(env_name, config)
+    return pufferl.PuffeRL(config, vecenv, pufferl.make_policy(vecenv, config))
+
+
+# -- the advantage kernel ------------------------------------------------------------------------
+
+
+def reference_advantages(values, rewards, dones, ratio, gamma, lam, rho_clip, c_clip):
+    """The V-trace / GAE recursion written as the plain double loop it is defined by."""
+    segments, steps = values.shape
+    advantages = np.zeros((segments, steps))
+    for s in range(segments):
+        running = 0.0
+        for t in reversed(range(steps - 1)):
+            nonterminal = 1.0 - dones[s, t + 1]
+            rho, c = min(ratio[s, t], rho_clip), min(ratio[s, t], c_clip)
+            delta = rho * (rewards[s, t + 1] + gamma * values[s, t + 1] * nonterminal - values[s, t])
+            running = delta + gamma * lam * c * nonterminal * running
+            advantages[s, t] = running
+    return advantages
+
+
+def classic_gae(values, rewards, dones, gamma, lam):
+    """CleanRL's GAE, with its own indexing (reward and done stored with the action that caused
+    them); equal to the kernel when all importance ratios are 1."""
+    rewards_out, dones_out = rewards[:, 1:], dones[:, 1:]
+    segments, steps = values.shape
+    advantages = np.zeros((segments, steps))
+    last = 0.0
+    for t in reversed(range(steps - 1)):
+        delta = rewards_out[:, t] + gamma * values[:, t + 1] * (1 - dones_out[:, t]) - values[:, t]
+        last = delta + gamma * lam * (1 - dones_out[:, t]) * last
+        advantages[:, t] = last
+    return advantages
+
+
+@pytest.mark.parametrize("clipped", [False, True])
+@pytest.mark.parametrize("steps", [1, 2, 7, 64])
+def test_advantage_kernel_matches_reference(clipped, steps):
+    rng = np.random.default_rng(steps)
+    shape = (37, steps)
+    values, rewards = rng.normal(size=shape), rng.normal(size=shape)
+    dones = (rng.random(shape) < 0.15).astype(np.float64)
+    ratio = np.exp(rng.normal(scale=0.5, size=shape))
+    rho_clip, c_clip = (1.0, 0.9) if clipped else (1e9, 1e9)
+    expected = reference_advantages(values, rewards, dones, ratio, 0.97, 0.9, rho_clip, c_clip)
+    as_tensor = lambda x: torch.as_tensor(x, dtype=torch.float32)  # noqa: E731
+    got = pufferl.compute_advantages(
+        as_tensor(values), as_tensor(rewards), as_tensor(dones), as_tensor(ratio), 0.97, 0.9, rho_clip, c_clip
+    )
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_advantage_kernel_is_gae_on_policy():
+    rng = np.random.default_rng(0)
+    shape = (16, 32)
+    values, rewards = rng.normal(size=shape), rng.normal(size=shape)
+    dones = (rng.random(shape) < 0.1).astype(np.float64)
+    as_tensor = lambda x: torch.as_tensor(x, dtype=torch.float32)  # noqa: E731
+    got = pufferl.compute_advantages(as_tensor(values), as_tensor(rewards), as_tensor(dones), torch.ones(shape), 0.99, 0.95, 1.0, 1.0)
+    np.testing.assert_allclose(got.numpy(), classic_gae(values, rewards, dones, 0.99, 0.95), rtol=1e-4, atol=1e-4)
+
+
+# -- prioritized replay --------------------------------------------------------------------------
+
+
+def test_prioritized_sampling_follows_priorities():
+    generator = torch.Generator().manual_seed(0)
+    advantages = torch.randn(24, 8) * torch.linspace(0.1, 3, 24).unsqueeze(1)
+    alpha = 0.7
+    priority = (advantages.abs().sum(1) + 1e-6) ** alpha
+    probs = priority / priority.sum()
+    draws = 40_000
+    counts = torch.zeros(24)
+    for _ in range(draws):
+        index, _ = pufferl.prioritized_sample(advantages, 1, alpha, 0.5, generator)
+        counts[index] += 1
+    # Binomial standard error is below 0.0025 for every segment; 0.01 is four of them.
+    assert (counts / draws - probs).abs().max() < 0.01
+
+
+def test_prioritized_importance_weights_and_annealing():
+    generator = torch.Generator().manual_seed(1)
+    advantages = torch.randn(50, 4)
+    probs = (advantages.abs().sum(1) + 1e-6) ** 0.8
+    probs /= probs.sum()
+    for beta in (0.2, 0.6, 1.0):
+        index, weights = pufferl.prioritized_sample(advantages, 10, 0.8, beta, generator)
+        assert len(set(index.tolist())) == 10  # distinct segments in a minibatch
+        torch.testing.assert_close(weights.squeeze(1), (50 * probs[index]) ** -beta)
+    # With beta = 1 the weighted mean over the sampling distribution is the uniform mean.
+    values = torch.randn(50)
+    unbiased = (probs * (50 * probs) ** -1.0 * values).sum()
+    torch.testing.assert_close(unbiased, values.mean())
+
+
+def test_uniform_replay_when_alpha_is_zero():
+    index, weights = pufferl.prioritized_sample(torch.randn(30, 5), 30, 0.0, 0.4, torch.Generator().manual_seed(2))
+    assert sorted(index.tolist()) == list(range(30))
+    assert torch.all(weights == 1)
+
+
+# -- configuration and flags ---------------------------------------------------------------------
+
+
+def test_config_layers_default_and_env_ini():
+    config = pufferl.load_config("puffer_squared")
+    assert config["base"]["env_name"] == "puffer_squared"
+    assert "size" in config["env"]
+    assert isinstance(config["train"]["learning_rate"], float)
+    assert isinstance(config["train"]["total_timesteps"], int)
+
+
+def test_flags_override_with_types():
+    config = pufferl.load_config("puffer_squared")
+    pufferl.apply_flags(config, [
+        "--train.learning-rate", "0.01", "--env.size=9", "--train.total_timesteps", "2e6",
+        "--train.anneal-lr", "false", "--base.rnn", "mingru", "--train.compile", "true", "--base.stop-on-solve",
+    ])
+    assert config["train"]["learning_rate"] == 0.01
+    assert config["env"]["size"] == 9
+    assert config["train"]["total_timesteps"] == 2_000_000 and isinstance(config["train"]["total_timesteps"], int)
+    assert config["train"]["anneal_lr"] is False
+    assert config["base"]["rnn"] == "mingru"
+    assert config["train"]["compile"] is True
+    assert config["base"]["stop_on_solve"] is True
+
+
+def test_unknown_flags_suggest_the_closest():
+    config = pufferl.load_config("puffer_squared")
+    with pytest.raises(ConfigError, match="Did you mean --train.learning-rate"):
+        pufferl.apply_flags(config, ["--train.learnin-rate", "0.1"])
+    with pytest.raises(ConfigError, match="Did you mean --env.size"):
+        pufferl.apply_flags(config, ["--env.sise", "5"])
+    with pytest.raises(ConfigError, match="integer"):
+        pufferl.apply_flags(config, ["--train.horizon", "3.5"])
+    with pytest.raises(ConfigError, match="true or false"):
+        pufferl.apply_flags(config, ["--train.anneal-lr", "maybe"])
+    with pytest.raises(ConfigError, match="needs a value"):
+        pufferl.apply_flags(config, ["--train.learning-rate"])
+    with pytest.raises(ConfigError, match="Did you mean puffer_squared"):
+        pufferl.load_config("puffer_sqared")
+
+
+def test_cli_reports_flag_errors(capsys):
+    assert pufferl.main(["train", "puffer_squared", "--train.learning-rat", "0.1"]) == 2
+    assert "Did you mean --train.learning-rate" in capsys.readouterr().err
+    assert pufferl.main(["trian", "puffer_squared"]) == 2
+    assert "Did you mean train" in capsys.readouterr().err
+    assert pufferl.main(["train", "puffer_squared", "--help"]) == 0
+    assert "--train.learning-rate" in capsys.readouterr().out
+
+
+def test_bad_batch_geometry_is_explained():
+    config = config_for("puffer_squared", "--vec.num-envs", "64", "--train.batch-size", "1024")
+    with pytest.raises(ConfigError, match="fewer than the 64 agents"):
+        make_trainer(config)
+
+
+# -- learning ------------------------------------------------------------------------------------
+
+
+def solves(config, max_epochs):
+    """Trains until the env's own solve check passes (its optimal score, less the tolerance its
+    .ini allows, over 100+ episodes); returns whether it did within max_epochs."""
+    trainer = make_trainer(config)
+    base = config["base"]
+    target = pufferl.solve_target(config, trainer.vecenv)
+    try:
+        for _ in range(max_epochs):
+            trainer.evaluate()
+            trainer.train()
+            if trainer.check_solved(base["solve_metric"], target, base["solve_tolerance"], base["solve_episodes"]):
+                return True
+        return False
+    finally:
+        trainer.close()
+
+
+def test_learns_bandit():
+    assert solves(config_for("puffer_bandit"), max_epochs=100)
+
+
+def test_learns_squared_to_the_optimal_score():
+    config = config_for("puffer_squared")
+    assert config["base"]["solve_tolerance"] == 0
+    assert solves(config, max_epochs=150)
+
+
+@pytest.mark.parametrize("flags", [["--base.rnn", "lstm", "--rnn.num-layers", "1"], ["--base.rnn", "mingru"]])
+def test_recurrent_policies_learn_memory(flags):
+    assert solves(config_for("puffer_memory", *flags), max_epochs=150)
+
+
+def test_memoryless_policy_cannot_solve_memory():
+    """The memory test means something: without recurrence the same budget is not enough."""
+    assert not solves(config_for("puffer_memory", "--base.rnn", "none"), max_epochs=40)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("rnn", ["none", "mingru"])
+def test_gpu_path_learns_and_resumes(tmp_path, rnn):
+    """bf16 autocast, torch.compile and CUDA graphs (the GPU defaults) still learn squared, and a
+    checkpoint written there loads back."""
+    config = config_for("puffer_squared", "--train.device", "cuda", "--base.rnn", rnn)
+    assert solves(config, max_epochs=150)
+    trainer = make_trainer(config)
+    run_epochs(trainer, 1)
+    trainer.save_checkpoint(tmp_path / "checkpoint.pt")
+    resumed = make_trainer(config)
+    resumed.load_checkpoint(pufferl.read_checkpoint(tmp_path / "checkpoint.pt"))
+    assert all(torch.equal(a, b) for a, b in zip(trainer.policy.parameters(), resumed.policy.parameters()))
+    run_epochs(resumed, 1)
+    trainer.close()
+    resumed.close()
+
+
+def test_seeded_runs_are_reproducible():
+    results = []
+    for _ in range(2):
+        trainer = make_trainer(config_for("puffer_squared", "--vec.num-envs", "128", "--train.optimizer", "muon", "--policy.num-layers", "2"))
+        for _ in range(3):
+            trainer.evaluate()
+            trainer.train()
+        results.append([p.detach().clone() for p in trainer.policy.parameters()])
+        trainer.close()
+    assert all(torch.equal(a, b) for a, b in zip(*results))
+
+
+# -- checkpoints ---------------------------------------------------------------------------------
+
+
+def run_epochs(trainer, epochs):
+    for _ in range(epochs):
+        trainer.evaluate()
+        trainer.train()
+
+
+def optimizer_tensors(optimizer):
+    state = optimizer.state_dict()
+    flat = []
+
+    def walk(node):
+        if isinstance(node, torch.Tensor):
+            flat.append(node)
+        elif isinstance(node, dict):
+            for key in sorted(node, key=str):
+                walk(node[key])
+        elif isinstance(node, (list, tuple)):
+            for item in node:
+                walk(item)
+
+    walk(state)
+    return flat
+
+
+@pytest.mark.parametrize("flags", [["--train.optimizer", "adam"], ["--train.optimizer", "muon", "--base.rnn", "lstm"]])
+def test_resume_continues_exactly(tmp_path, flags):
+    config = config_for("puffer_squared", "--vec.num-envs", "64", "--train.minibatch-size", "512", *flags)
+    path = tmp_path / "checkpoint.pt"
+
+    uninterrupted = make_trainer(config)
+    run_epochs(uninterrupted, 2)
+    uninterrupted.save_checkpoint(path)
+    saved_weights = [p.detach().clone() for p in uninterrupted.policy.parameters()]
+    saved_optimizer = [t.clone() for t in optimizer_tensors(uninterrupted.optimizer)]
+    run_epochs(uninterrupted, 3)
+
+    resumed = make_trainer(config)
+    resumed.load_checkpoint(pufferl.read_checkpoint(path))
+    assert all(torch.equal(a, b) for a, b in zip(saved_weights, resumed.policy.parameters()))
+    assert all(torch.equal(a, b) for a, b in zip(saved_optimizer, optimizer_tensors(resumed.optimizer)))
+    assert (resumed.epoch, resumed.global_step) == (2, 2 * resumed.batch_size)
+    run_epochs(resumed, 3)
+
+    assert resumed.global_step == uninterrupted.global_step
+    assert all(torch.equal(a, b) for a, b in zip(uninterrupted.policy.parameters(), resumed.policy.parameters()))
+    assert all(torch.equal(a, b) for a, b in zip(optimizer_tensors(uninterrupted.optimizer), optimizer_tensors(resumed.optimizer)))
+    uninterrupted.close()
+    resumed.close()
+
+
+def test_corrupt_and_mismatched_checkpoints_are_clear_errors(tmp_path):
+    config = config_for("puffer_squared", "--vec.num-envs", "32")
+    trainer = make_trainer(config)
+    path = tmp_path / "checkpoint.pt"
+    trainer.save_checkpoint(path)
+    trainer.close()
+
+    truncated = tmp_path / "truncated.pt"
+    truncated.write_bytes(path.read_bytes()[:1000])
+    with pytest.raises(CheckpointError, match="corrupt or truncated"):
+        pufferl.read_checkpoint(truncated)
+    garbage = tmp_path / "garbage.pt"
+    garbage.write_bytes(os.urandom(4096))
+    with pytest.raises(CheckpointError, match="corrupt or truncated"):
+        pufferl.read_checkpoint(garbage)
+    with pytest.raises(CheckpointError, match="No checkpoint"):
+        pufferl.read_checkpoint(tmp_path / "missing.pt")
+
+    bigger = make_trainer(config_for("puffer_squared", "--vec.num-envs", "32", "--policy.hidden-size", "32"))
+    with pytest.raises(CheckpointError, match="different model.*shape"):
+        bigger.load_checkpoint(pufferl.read_checkpoint(path))
+    bigger.close()
+    recurrent = make_trainer(config_for("puffer_squared", "--vec.num-envs", "32", "--base.rnn", "lstm"))
+    with pytest.raises(CheckpointError, match="does not fit"):
+        recurrent.load_checkpoint(pufferl.read_checkpoint(path))
+    recurrent.close()
+    other_env = make_trainer(config_for("puffer_squared", "--vec.num-envs", "32", "--env.size", "7"))
+    with pytest.raises(CheckpointError, match="observation_space"):
+        other_env.load_checkpoint(pufferl.read_checkpoint(path))
+    other_env.close()
+
+
+def test_checkpoint_writes_are_atomic(tmp_path):
+    path = tmp_path / "checkpoint.pt"
+    pufferl.save_atomic({"a": torch.ones(3)}, path)
+    pufferl.save_atomic({"a": torch.zeros(3)}, path)
+    assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.pt"]  # no temporary left behind
+    assert torch.equal(torch.load(path)["a"], torch.zeros(3))
+
+
+# -- the command line ----------------------------------------------------------------------------
+
+
+def test_train_resume_eval_and_plot_from_the_cli(tmp_path, capsys):
+    flags = ["--train.data-dir", str(tmp_path), "--train.dashboard", "plain", "--vec.num-envs", "64"]
+    # bandit.ini: horizon 16, so 64 envs make batches of 1024 steps.
+    assert pufferl.main(["train", "bandit", "--train.total-timesteps", "2048", *flags]) == 0
+    out = capsys.readouterr().out
+    assert "Finished" in out and "Checkpoint:" in out
+    [run] = pufferl.run_dirs(tmp_path, "puffer_bandit")
+    assert len((run / "metrics.jsonl").read_text().splitlines()) == 2
+
+    # --resume with a larger budget continues the same run from where it stopped.
+    assert pufferl.main(["train", "bandit", "--resume", "latest", "--train.total-timesteps", "4096", *flags]) == 0
+    lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [line["epoch"] for line in lines] == [1, 2, 3, 4]
+    assert pufferl.read_checkpoint(run)["global_step"] == 4096
+
+    assert pufferl.main(["eval", "bandit", "--load-model-path", "latest", "--eval.fps", "0", "--eval.episodes", "2", *flags[:2]]) == 0
+    assert "Mean return of agent 0 over 2 episodes" in capsys.readouterr().out
+
+    pytest.importorskip("matplotlib")
+    assert pufferl.main(["plot", str(run), "--metric", "env/score"]) == 0
+    assert (run / "env_score.png").stat().st_size > 0
+
+
+def test_ctrl_c_saves_and_exits_cleanly(tmp_path):
+    config = config_for("puffer_squared", "--vec.num-envs", "64", "--train.total-timesteps", "100_000_000", data_dir=tmp_path)
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    trainer = pufferl.train("puffer_squared", config)
+    timer.join()
+    checkpoint = pufferl.read_checkpoint(trainer.run_dir)
+    assert 0 < checkpoint["global_step"] < 100_000_000
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
+
+
+def test_latest_is_the_newest_run_of_that_env(tmp_path):
+    for name in ("puffer_squared_20260101-000000", "puffer_squared_20260102-000000", "puffer_bandit_20260103-000000"):
+        (tmp_path / name).mkdir()
+        pufferl.save_atomic({"format": "x"}, tmp_path / name / "checkpoint.pt")
+    os.utime(tmp_path / "puffer_squared_20260101-000000" / "checkpoint.pt", (2e9, 2e9))
+    assert pufferl.resolve_checkpoint("latest", tmp_path, "puffer_squared").parent.name == "puffer_squared_20260101-000000"
+    assert pufferl.resolve_checkpoint("latest", tmp_path, "puffer_bandit").parent.name == "puffer_bandit_20260103-000000"
+    shutil.rmtree(tmp_path / "puffer_bandit_20260103-000000")
+    with pytest.raises(CheckpointError, match="No runs of puffer_bandit"):
+        pufferl.resolve_checkpoint("latest", tmp_path, "puffer_bandit")

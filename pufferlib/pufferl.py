@@ -48,6 +48,7 @@ from pufferlib.pytorch import linear_scan, sample_logits
 CONFIG_DIR = Path(__file__).resolve().parent / "config"
 CHECKPOINT_NAME = "checkpoint.pt"
 CHECKPOINT_FORMAT = "pufferl-checkpoint-1"
+UNASSIGNED, NO_ROW = -2, -1  # an agent's rollout row before it has one, and once none is left
 # Sections whose keys belong to one env or one policy class: an env's .ini replaces them whole.
 REPLACED_SECTIONS = ("env", "policy")
 
@@ -472,6 +473,7 @@ class PuffeRL:
         self.vecenv = vecenv if hasattr(vecenv, "recv") else SynchronousEnv(vecenv)
         self.policy = policy.to(self.device)
         self.num_agents = vecenv.num_agents
+        self.agent_ids = np.arange(self.num_agents)
 
         # Batch geometry: the batch is `segments` rows of `horizon` consecutive steps of one agent.
         self.horizon = train["horizon"]
@@ -565,27 +567,27 @@ class PuffeRL:
     def evaluate(self):
         """Collects one batch: steps the envs until every segment row holds `horizon` steps.
 
-        Each agent writes its own row; a full row hands the agent the next free one, so backends
-        that return only some agents per step (EnvPool-style) fill the batch just as well. Padded
-        agents (mask False) are acted for but not stored. Which row and step each agent writes is
-        kept in numpy on the host, so the device never has to report back mid-rollout.
+        An agent takes a free row at its first stored step and another when that one is full, so
+        backends that return only some agents per step (EnvPool-style) fill the batch just as well.
+        Padded agents (mask False) are acted for but not stored. Which row and step each agent
+        writes is kept in numpy on the host, so the device never has to report back mid-rollout.
         """
         start = time.time()
         device = self.device
-        row_of = np.arange(self.num_agents)
+        row_of = np.full(self.num_agents, UNASSIGNED)
         col_of = np.zeros(self.num_agents, dtype=np.int64)
-        next_row, filled = self.num_agents, 0
+        next_row, filled = 0, 0
         infos = []
         while filled < self.segments:
             obs, rewards, terminals, truncations, step_infos, env_ids, masks = self.vecenv.recv()
             infos.extend(step_infos if isinstance(step_infos, list) else [step_infos])
-            env_ids = np.asarray(env_ids)
+            env_ids, masks = np.asarray(env_ids), np.asarray(masks, dtype=bool)
             # A truncated episode is cut like a terminated one: the next observation already
             # belongs to a fresh episode (autoreset), so there is nothing to bootstrap from.
             dones = np.logical_or(terminals, truncations)
             obs = torch.as_tensor(obs).to(device, non_blocking=True)
             dones_t = torch.as_tensor(dones).to(device, non_blocking=True)
-            everyone = len(env_ids) == self.num_agents and env_ids[0] == 0 and env_ids[-1] == self.num_agents - 1
+            everyone = len(env_ids) == self.num_agents and np.array_equal(env_ids, self.agent_ids)
             agents = slice(None) if everyone else torch.as_tensor(env_ids, device=device)
 
             with torch.inference_mode(), self.autocast():
@@ -597,9 +599,17 @@ class PuffeRL:
                 self.state[k][agents] = s
             actions = action.cpu().numpy()
 
-            # Store the agents that are real (mask) and still have a row to fill (-1: none left).
+            # A real agent (mask) takes the next free row at its first stored step; once no row is
+            # left it stores nothing more this epoch. Agents that are never real take no row.
             rows = row_of[env_ids]
-            stored = np.asarray(masks, dtype=bool) & (rows >= 0)
+            fresh = masks & (rows == UNASSIGNED)
+            if fresh.any():
+                new_rows = np.arange(next_row, next_row + int(fresh.sum()))
+                new_rows[new_rows >= self.segments] = NO_ROW
+                rows[fresh] = new_rows
+                row_of[env_ids[fresh]] = new_rows
+                next_row += len(new_rows)
+            stored = masks & (rows >= 0)
             if not stored.all():
                 pick = torch.as_tensor(stored, device=device)
                 obs, dones_t, value, logprob, action = obs[pick], dones_t[pick], value[pick], logprob[pick], action[pick]
@@ -630,13 +640,9 @@ class PuffeRL:
 
             col_of[env_ids] = cols + 1
             full = env_ids[cols + 1 == self.horizon]
-            if len(full):
-                filled += len(full)
-                new_rows = np.arange(next_row, next_row + len(full))
-                new_rows[new_rows >= self.segments] = -1
-                row_of[full] = new_rows
-                col_of[full] = 0
-                next_row += len(full)
+            filled += len(full)
+            row_of[full] = UNASSIGNED
+            col_of[full] = 0
             self.vecenv.send(actions)
         self.episode_stats = mean_infos(infos)
         self.env_stats = self.episode_stats or self.env_stats

@@ -5,11 +5,14 @@ import os
 import shutil
 import signal
 import threading
+import time
 
+import gymnasium
 import numpy as np
 import pytest
 import torch
 
+import pufferlib
 from pufferlib import pufferl
 from pufferlib.pufferl import CheckpointError, ConfigError
 
@@ -368,19 +371,26 @@ def test_train_resume_eval_and_plot_from_the_cli(tmp_path, capsys):
     assert pufferl.main(["eval", "bandit", "--load-model-path", "latest", "--eval.fps", "0", "--eval.episodes", "2", *flags[:2]]) == 0
     assert "Mean return of agent 0 over 2 episodes" in capsys.readouterr().out
 
-    pytest.importorskip("matplotlib")
     assert pufferl.main(["plot", str(run), "--metric", "env/score"]) == 0
     assert (run / "env_score.png").stat().st_size > 0
 
 
 def test_ctrl_c_saves_and_exits_cleanly(tmp_path):
     config = config_for("puffer_squared", "--vec.num-envs", "64", "--train.total-timesteps", "100_000_000", data_dir=tmp_path)
-    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
+
+    def interrupt_once_training():
+        deadline = time.time() + 60
+        while time.time() < deadline and not any(p.stat().st_size for p in tmp_path.glob("*/metrics.jsonl")):
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    presser = threading.Thread(target=interrupt_once_training)
+    presser.start()
     trainer = pufferl.train("puffer_squared", config)
-    timer.join()
+    presser.join()
     checkpoint = pufferl.read_checkpoint(trainer.run_dir)
     assert 0 < checkpoint["global_step"] < 100_000_000
+    assert checkpoint["epoch"] == trainer.epoch  # saved at the end of the epoch it was pressed in
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
 
 
@@ -394,3 +404,51 @@ def test_latest_is_the_newest_run_of_that_env(tmp_path):
     shutil.rmtree(tmp_path / "puffer_bandit_20260103-000000")
     with pytest.raises(CheckpointError, match="No runs of puffer_bandit"):
         pufferl.resolve_checkpoint("latest", tmp_path, "puffer_bandit")
+
+
+# -- rollout storage with pools and padded agents ------------------------------------------------
+
+
+class PaddedEnv(pufferlib.PufferEnv):
+    """Agent i observes i; agent 0 is padding (mask False) for ever. Reward 1 for action 1."""
+
+    def __init__(self, num_agents=4):
+        self.single_observation_space = gymnasium.spaces.Box(0, 100, (1,), np.float32)
+        self.single_action_space = gymnasium.spaces.Discrete(2)
+        self.num_agents = num_agents
+        super().__init__()
+        self.observations[:, 0] = np.arange(num_agents)
+        self.masks[0] = False
+
+    def reset(self, seed=0):
+        return self.observations, []
+
+    def step(self, actions):
+        self.rewards[:] = np.asarray(actions) == 1
+        return self.observations, self.rewards, self.terminals, self.truncations, []
+
+
+def test_padded_agents_take_no_rows_and_the_batch_still_fills():
+    config = config_for("puffer_bandit", "--train.horizon", "4", "--train.batch-size", "16", "--train.minibatch-size", "8")
+    env = PaddedEnv()
+    trainer = pufferl.PuffeRL(config, env, pufferl.make_policy(env, config))
+    trainer.evaluate()
+    assert trainer.global_step == 16
+    observed = trainer.observations[..., 0]
+    assert not (observed == 0).any()  # agent 0 never stored
+    assert all(len(set(row.tolist())) == 1 for row in observed)  # each row is one agent's steps
+    trainer.train()
+
+
+def test_async_pool_backend_fills_the_batch():
+    config = config_for(
+        "puffer_squared", "--vec.backend", "Serial", "--vec.num-envs", "8", "--vec.num-workers", "4",
+        "--vec.batch-size", "4", "--train.horizon", "8", "--train.minibatch-size", "32",
+    )
+    trainer = make_trainer(config)
+    assert trainer.num_agents == 8
+    run_epochs(trainer, 3)
+    assert trainer.global_step == 3 * trainer.batch_size
+    # Every row holds one agent's consecutive steps: each observation shows that agent's grid.
+    assert torch.all(trainer.observations.sum(-1) > 0)
+    trainer.close()

@@ -29,7 +29,7 @@ train: build
 	$(BIN)/puffer train puffer_squared
 
 test: build
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -rs
 
 bench: build
 	$(BIN)/python scripts/bench_ocean.py

@@ -20,6 +20,8 @@ ENV_MODULES = {
     "puffer_bandit": ("ocean.bandit", "Bandit"),
     "puffer_multiagent": ("ocean.multiagent", "Multiagent"),
     "puffer_spaces": ("ocean.spaces", "Spaces"),
+    "puffer_craftax": ("ocean.craftax", "Craftax"),
+    "puffer_craftax_compact": ("ocean.craftax", "CraftaxCompact"),
 }
 
 

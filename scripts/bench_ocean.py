@@ -1,11 +1,16 @@
 """Steps per second of every Ocean env, and the fixed Python cost of one step() call.
 
 Usage: python scripts/bench_ocean.py [--envs squared,bandit] [--counts 1024,4096,16384] [--seconds 1]
+       python scripts/bench_ocean.py --envs none --craftax-envs 1024   # Craftax only
 
 Each env is stepped with uniformly random actions (a cache of pregenerated batches, copied into
 the env's action buffer every step, as a trainer would) on one thread and on every core. The peer
 in the same run is the same Squared game written as vectorized numpy, the fastest way to write
 it without C.
+
+Craftax has its own section (--craftax-envs envs, 0 to skip): compact and full observations,
+with a reset pool (--craftax-pool worlds) and without one (every reset generates a world, as the
+reference does), and the memory each env holds.
 """
 
 import argparse
@@ -104,11 +109,41 @@ def fixed_step_cost(repeats=200_000):
     return best
 
 
+CRAFTAX_ENVS = ("puffer_craftax", "puffer_craftax_compact")
+
+
+def craftax_section(num_envs, pool_size, seconds, cores):
+    """Craftax steps per second: compact and full, with and without a reset pool, 1 and all cores."""
+    from ocean.craftax import Craftax
+
+    print(f"\nCraftax, {num_envs} envs, random actions, steps/second (thousands)")
+    header = f"{'env':<24}{'reset pool':>12}{'1 thread':>11}{f'{cores} threads':>12}{'memory/env':>12}"
+    print(header)
+    print("-" * len(header))
+    for name in CRAFTAX_ENVS:
+        compact = name.endswith("compact")
+        for pool in (pool_size, 0):
+            rates = [
+                steps_per_second(ocean.make(name, num_envs=num_envs, num_threads=threads, reset_pool_size=pool), seconds)
+                for threads in (1, cores)
+            ]
+            memory = Craftax.memory_per_env(compact) / 1024
+            label = f"{pool} worlds" if pool else "off"
+            print(f"{name:<24}{label:>12}{rates[0] / 1e3:>11.0f}{rates[1] / 1e3:>12.0f}{memory:>10.0f}KB")
+    if pool_size:
+        from ocean.craftax import binding
+
+        print(f"(the reset pool itself: {pool_size} worlds, {pool_size * binding.STATE_BYTES / 2**20:.0f} MB, shared by all envs)")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--envs", default=",".join(ocean.ENVS))
+    parser.add_argument("--envs", default=",".join(name for name in ocean.ENVS if name not in CRAFTAX_ENVS),
+                        help="comma-separated Ocean envs for the generic table, or 'none'")
     parser.add_argument("--counts", default="1024,4096,16384")
     parser.add_argument("--seconds", type=float, default=1.0)
+    parser.add_argument("--craftax-envs", type=int, default=1024, help="Craftax envs per run (0: skip Craftax)")
+    parser.add_argument("--craftax-pool", type=int, default=1024, help="worlds in the Craftax reset pool")
     args = parser.parse_args()
     cores = os.cpu_count()
     counts = [int(c) for c in args.counts.split(",")]
@@ -116,7 +151,7 @@ def main():
     header = f"{'env':<20}{'envs':>7}{'1 thread':>11}{f'{cores} threads':>12}{'scaling':>9}"
     print(header)
     print("-" * len(header))
-    for name in args.envs.split(","):
+    for name in [] if args.envs == "none" else args.envs.split(","):
         for count in counts:
             single = steps_per_second(ocean.make(name, num_envs=count, num_threads=1), args.seconds)
             multi = steps_per_second(ocean.make(name, num_envs=count, num_threads=cores), args.seconds)
@@ -128,6 +163,8 @@ def main():
         print(f"squared, {count} envs, 1 thread: C vecenv {ours / 1e6:.1f}M, numpy peer {peer / 1e6:.1f}M "
               f"-> {ours / peer:.1f}x")
     print(f"\nfixed cost of one step() call from Python: {fixed_step_cost() * 1e6:.2f} us")
+    if args.craftax_envs:
+        craftax_section(args.craftax_envs, args.craftax_pool, args.seconds, cores)
 
 
 if __name__ == "__main__":

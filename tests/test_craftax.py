@@ -160,17 +160,44 @@ def test_generated_worlds_satisfy_invariants(seed):
     assert fields["player_health"][0] == 9.0 and fields["monsters_killed"][0] == 10
 
 
+def test_game_headers_compile_as_cpp(tmp_path):
+    """The device build compiles the headers as C++: check that much with the host's g++."""
+    compiler = shutil.which("g++")
+    if compiler is None:
+        pytest.skip("g++ not installed")
+    source = tmp_path / "craftax_check.cpp"
+    source.write_text(
+        '#include "step.h"\n#include "state_view.h"\n'
+        "float step_once(GameState* s, float* obs) {\n"
+        "    float reward = craftax_step(key_from_seed(1), s, ACTION_DO);\n"
+        "    write_observation(s, obs, 1);\n"
+        "    return reward;\n"
+        "}\n"
+    )
+    result = subprocess.run(
+        [compiler, "-std=c++17", "-Wall", "-Wextra", "-Werror", "-D_Static_assert=static_assert",
+         f"-I{ROOT / 'ocean' / 'craftax'}", "-c", str(source), "-o", str(tmp_path / "craftax_check.o")],
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stderr
+
+
 def test_headers_compile_with_nvcc(tmp_path):
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         pytest.skip("nvcc not installed")
     source = tmp_path / "craftax_check.cu"
     source.write_text(
-        '#include "worldgen.h"\n#include "observation.h"\n'
+        '#include "step.h"\n'
         "__global__ void reset_kernel(GameState* states, WorldgenScratch* scratch, float* obs) {\n"
         "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
         "    generate_world(key_split_at(key_from_seed((uint64_t)i), 1), &states[i], &scratch[i]);\n"
-        "    write_observation(&states[i], obs + (size_t)i * OBS_SIZE);\n"
+        "    write_observation(&states[i], obs + (size_t)i * OBS_SIZE, 0);\n"
+        "}\n"
+        "__global__ void step_kernel(GameState* states, const int* actions, float* rewards, float* obs) {\n"
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    rewards[i] = craftax_step(key_from_seed((uint64_t)i), &states[i], actions[i]);\n"
+        "    write_observation(&states[i], obs + (size_t)i * OBS_SIZE, 1);\n"
         "}\n"
     )
     result = subprocess.run(
@@ -179,3 +206,149 @@ def test_headers_compile_with_nvcc(tmp_path):
         capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr
+
+
+# Trajectories: the C step against the reference's jitted step (scripts/craftax_parity.py).
+
+
+def test_random_trajectories_match_reference_bitwise(jax_random):
+    import craftax_parity
+
+    divergences, statistics = craftax_parity.check_steps(4, 300, start=11, policy="random", state_every=25, verbose=False)
+    assert divergences == []
+    assert statistics["episodes"] >= 1, "the run should cover deaths and auto-resets"
+
+
+def test_descending_trajectories_match_reference_bitwise(jax_random):
+    import craftax_parity
+
+    divergences, statistics = craftax_parity.check_steps(2, 250, start=3, policy="descend", state_every=25, verbose=False)
+    assert divergences == []
+    assert statistics["deepest"].max() >= 2, "the descend policy should leave the surface"
+
+
+# The Ocean env.
+
+
+def world_for_seed(seed):
+    """A World on the Ocean env's key flow: (its key chain, the World of its first episode)."""
+    root = np.array([0, seed], np.uint32)
+    chain, reset_key = binding.split(root, 2)
+    return chain, binding.World(binding.split(reset_key, 2)[1])
+
+
+def test_ocean_env_follows_the_parity_key_flow():
+    from ocean.craftax import Craftax, CraftaxCompact
+
+    seed, num_envs, steps = 40, 3, 400
+    full = Craftax(num_envs=num_envs)
+    compact = CraftaxCompact(num_envs=num_envs)
+    full_obs, _ = full.reset(seed)
+    compact_obs, _ = compact.reset(seed)
+    chains, worlds = zip(*(world_for_seed(seed + i) for i in range(num_envs)))
+    chains = list(chains)
+    actions = np.random.default_rng(0).integers(0, 43, (steps, num_envs)).astype(np.int32)
+    ended = 0
+    for t in range(steps):
+        full_obs, rewards, terminals, truncations, _ = full.step(actions[t])
+        compact_obs, compact_rewards, _, _, _ = compact.step(actions[t])
+        for i, world in enumerate(worlds):
+            chains[i], step_key = binding.split(chains[i], 2)
+            reward, done = world.step(step_key, int(actions[t, i]))
+            assert np.float32(reward).view(np.uint32) == rewards[i].view(np.uint32) == compact_rewards[i].view(np.uint32)
+            assert done == bool(terminals[i] or truncations[i])
+            assert np.array_equal(world.observation().view(np.uint32), full_obs[i].view(np.uint32)), (t, i)
+            assert np.array_equal(decode_compact(compact_obs[i]).view(np.uint32), full_obs[i].view(np.uint32)), (t, i)
+            ended += done
+    assert ended >= 1
+
+
+def test_ocean_env_logs_and_render():
+    import ocean
+
+    env = ocean.make("puffer_craftax_compact", num_envs=8, reset_pool_size=4, log_interval=1)
+    env.reset(1)
+    actions = np.random.default_rng(1).integers(0, 43, (1500, 8)).astype(np.int32)
+    logs = []
+    for t in range(1500):
+        _, _, _, _, infos = env.step(actions[t])
+        logs += infos
+    assert logs, "random play should end episodes within 1500 steps"
+    log = logs[-1]
+    assert 0.0 < log["score"] <= 100.0 and 0.0 <= log["deepest_floor"] <= 8.0 and log["episode_length"] > 0
+    assert 0.0 <= log["collect_wood"] <= 1.0 and "defeat_necromancer" in log and "died" in log
+    assert sum(key in log for key in ("collect_wood", "enchant_armour", "defeat_archer")) == 3
+    text = env.render(0)
+    assert "floor" in text and "pickaxe" in text and text.count("\n") >= 12
+
+
+def test_reset_pool_is_deterministic():
+    from ocean.craftax import CraftaxCompact
+
+    def run(seed, pool_seed):
+        env = CraftaxCompact(num_envs=4, reset_pool_size=3, reset_pool_seed=pool_seed)
+        observations = [env.reset(seed)[0].copy()]
+        actions = np.random.default_rng(5).integers(0, 43, (600, 4)).astype(np.int32)
+        for t in range(600):
+            observations.append(env.step(actions[t])[0].copy())
+        return np.stack(observations)
+
+    first = run(7, 2)
+    assert np.array_equal(first, run(7, 2))
+    assert not np.array_equal(first, run(8, 2))
+    assert not np.array_equal(first, run(7, 3))
+
+
+def test_bad_actions_are_rejected():
+    from ocean.craftax import Craftax
+
+    env = Craftax(num_envs=2, reset_pool_size=1)
+    env.reset(0)
+    with pytest.raises(ValueError, match="outside the action space"):
+        env.step(np.array([0, 43], np.int32))
+    with pytest.raises(ValueError, match="outside the action space"):
+        env.step(np.array([-1, 0], np.int32))
+    with pytest.raises(ValueError, match="shape"):
+        env.step(np.zeros(3, np.int32))
+    with pytest.raises(ValueError, match="integers"):
+        env.step(np.zeros(2, np.float32))
+    with pytest.raises(ValueError, match="reset_pool_size"):
+        Craftax(num_envs=1, reset_pool_size=-1)
+    with pytest.raises(ValueError):
+        binding.World(np.array([0, 1], np.uint32)).step(np.array([0, 2], np.uint32), 43)
+
+
+MAX_ATTRIBUTE = 5
+
+
+def test_long_random_play_keeps_invariants():
+    caps = {"melee_mobs": 3, "passive_mobs": 3, "ranged_mobs": 2, "mob_projectiles": 3, "player_projectiles": 3}
+    rng = np.random.default_rng(9)
+    for seed in range(3):
+        chain, world = world_for_seed(100 + seed)
+        for t in range(3000):
+            chain, step_key = binding.split(chain, 2)
+            world.step(step_key, int(rng.integers(0, 43)))
+            if t % 50:
+                continue
+            fields = world.fields()
+            inventory = np.concatenate([value for name, value in fields.items() if name.startswith("inventory.")])
+            assert inventory.min() >= 0 and inventory.max() <= 99
+            strength, dexterity, intelligence = (int(fields[f"player_{a}"][0]) for a in ("strength", "dexterity", "intelligence"))
+            assert 1 <= min(strength, dexterity, intelligence) and max(strength, dexterity, intelligence) <= MAX_ATTRIBUTE
+            assert fields["player_health"][0] <= 8 + strength
+            assert 0 <= fields["player_food"][0] <= 7 + 2 * dexterity and 0 <= fields["player_drink"][0] <= 7 + 2 * dexterity
+            assert 0 <= fields["player_energy"][0] <= 7 + 2 * dexterity and 0 <= fields["player_mana"][0] <= 6 + 3 * intelligence
+            level = int(fields["player_level"][0])
+            mob_map = fields["mob_map"].reshape(9, 48, 48)[level]
+            alive = 0
+            for mob_class, cap in caps.items():
+                masks = fields[f"{mob_class}.mask"].reshape(9, cap)
+                assert masks.sum(axis=1).max() <= cap
+                if mob_class in ("melee_mobs", "passive_mobs", "ranged_mobs"):
+                    positions = fields[f"{mob_class}.position"].reshape(9, cap, 2)[level]
+                    for m in np.nonzero(masks[level])[0]:
+                        r, c = positions[m]
+                        assert 0 <= r < 48 and 0 <= c < 48 and mob_map[r, c], "a living mob stands on its mob map cell"
+                    alive += int(masks[level].sum())
+            assert mob_map.sum() == alive, "the mob map marks exactly the living mobs"

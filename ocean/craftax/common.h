@@ -32,3 +32,15 @@
 
 CRAFTAX_FN int iclamp(int x, int lo, int hi) { return x < lo ? lo : (x > hi ? hi : x); }
 CRAFTAX_FN float fclampf(float x, float lo, float hi) { return x < lo ? lo : (x > hi ? hi : x); }
+
+// Set bits of x (inline bit arithmetic on the host: builds without -mpopcnt would call libgcc).
+CRAFTAX_FN int popcount32(uint32_t x) {
+#ifdef __CUDA_ARCH__
+    return __popc(x);
+#else
+    x = x - ((x >> 1) & 0x55555555u);
+    x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+    x = (x + (x >> 4)) & 0x0F0F0F0Fu;
+    return (int)((x * 0x01010101u) >> 24);
+#endif
+}

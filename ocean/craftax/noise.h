@@ -1,10 +1,10 @@
 // Perlin noise as craftax/craftax/util/noise.py, with one octave, on a 48 x 48 grid.
 //
-// The reference's values come from XLA's CPU code, which contracts some multiply-adds into FMAs.
-// The contraction pattern below was established against jax 0.10 on an x86-64 CPU with FMA:
-// dot products of offsets and gradients are plain, both interpolation steps fuse the second
-// product, and the normalisation fuses sqrt(2) * n - min. Division by (max - min) is done as a
-// multiplication by its reciprocal, as XLA rewrites it.
+// The reference's values are those of the XLA program of its vmapped generate_world (jax 0.10,
+// x86-64 CPU with FMA; see its optimised HLO): the fade polynomial contracts into FMAs, the dot
+// products of offsets and gradients and the blend run in YNNPACK fusions without FMAs, sqrt(2) * n
+// is rounded before min is subtracted, and division by (max - min) is a multiplication by its
+// reciprocal. (A standalone jit of generate_fractal_noise_2d fuses differently.)
 #pragma once
 #include "common.h"
 #include "constants.h"
@@ -17,9 +17,11 @@ CRAFTAX_FN float reference_sinf(float x) { return sinf(x); }
 
 CRAFTAX_FN float perlin_fade(float t) { return t * t * t * fmaf(t, fmaf(t, 6.0f, -15.0f), 10.0f); }
 
-// generate_fractal_noise_2d(key, (48, 48), (res_rows, res_cols), octaves=1), normalised to [0, 1].
-// res_rows and res_cols divide 48; out has MAP_CELLS floats.
-CRAFTAX_FN void fractal_noise(Key key, int res_rows, int res_cols, float* out) {
+// generate_fractal_noise_2d(key, (48, 48), (res_rows, res_cols), octaves=1) before its last
+// multiplication: out[i] = sqrt(2) * n - min, and the noise is out[i] * the returned
+// 1 / (max - min). Callers that add to the noise contract that multiplication with their
+// addition into an FMA, as XLA does. res_rows and res_cols divide 48; out has MAP_CELLS floats.
+CRAFTAX_FN float fractal_noise_shifted(Key key, int res_rows, int res_cols, float* out) {
     Key octave_key = key_split_at(key, 1);
     Key angle_key = key_split_at(octave_key, 1);
     float grad_x[13 * 25];
@@ -47,15 +49,21 @@ CRAFTAX_FN void fractal_noise(Key key, int res_rows, int res_cols, float* out) {
             float n10 = (x - 1.0f) * grad_x[g10] + y * grad_y[g10];
             float n01 = x * grad_x[g01] + (y - 1.0f) * grad_y[g01];
             float n11 = (x - 1.0f) * grad_x[g11] + (y - 1.0f) * grad_y[g11];
-            float n0 = fmaf(tx, n10, n00 * (1.0f - tx));
-            float n1 = fmaf(tx, n11, n01 * (1.0f - tx));
-            float blended = fmaf(1.0f - ty, n0, ty * n1);
+            float n0 = n00 * (1.0f - tx) + tx * n10;
+            float n1 = n01 * (1.0f - tx) + tx * n11;
+            float blended = (1.0f - ty) * n0 + ty * n1;
             out[r * 48 + c] = blended;
             float value = sqrt2 * blended;
             lowest = value < lowest ? value : lowest;
             highest = value > highest ? value : highest;
         }
     }
-    float inverse_range = 1.0f / (highest - lowest);
-    for (int i = 0; i < MAP_CELLS; i++) out[i] = fmaf(sqrt2, out[i], -lowest) * inverse_range;
+    for (int i = 0; i < MAP_CELLS; i++) out[i] = sqrt2 * out[i] - lowest;
+    return 1.0f / (highest - lowest);
+}
+
+// generate_fractal_noise_2d(key, (48, 48), (res_rows, res_cols), octaves=1), normalised to [0, 1].
+CRAFTAX_FN void fractal_noise(Key key, int res_rows, int res_cols, float* out) {
+    float inverse_range = fractal_noise_shifted(key, res_rows, res_cols, out);
+    for (int i = 0; i < MAP_CELLS; i++) out[i] *= inverse_range;
 }

@@ -31,7 +31,7 @@ typedef struct {
 // the mob's view position: negative view coordinates wrap (jax index normalisation) and
 // positions still outside the view are dropped, so a hidden mob can clear a visible one's bit.
 CRAFTAX_FN void view_mob_class(MobView* view, const GameState* s, int mob_class, int count,
-                               const int16_t (*position)[2], const uint8_t* mask, const uint8_t* type_id) {
+                               const int32_t (*position)[2], const uint8_t* mask, const uint8_t* type_id) {
     for (int m = 0; m < count; m++) {
         int lr = position[m][0] - s->player_position[0] + OBS_ROWS / 2;
         int lc = position[m][1] - s->player_position[1] + OBS_COLS / 2;
@@ -72,38 +72,42 @@ CRAFTAX_FN int is_boss_vulnerable(const GameState* s) {
     return melee == 0 && ranged == 0 && s->boss_timesteps_to_spawn_this_round <= 0;
 }
 
-CRAFTAX_FN float sqrt_count(int32_t n) { return sqrtf((float)n) / 10.0f; }
+// x / 10 as the reference's observation computes it. Inside its jitted step XLA rewrites the
+// division as a multiplication by 0.1f; the first observation of an episode is made of
+// constants that XLA folds with an exact division. in_step selects the step's rounding.
+CRAFTAX_FN float tenth(float x, int in_step) { return in_step ? x * 0.1f : x / 10.0f; }
+CRAFTAX_FN float sqrt_count(int32_t n, int in_step) { return tenth(sqrtf((float)n), in_step); }
 
 // The 51 scalars after the map: inventory, potions, intrinsics, direction, armour, special values.
-CRAFTAX_FN void write_scalars(const GameState* s, float* out) {
+CRAFTAX_FN void write_scalars(const GameState* s, float* out, int in_step) {
     const Inventory* inv = &s->inventory;
     int k = 0;
-    out[k++] = sqrt_count(inv->wood);
-    out[k++] = sqrt_count(inv->stone);
-    out[k++] = sqrt_count(inv->coal);
-    out[k++] = sqrt_count(inv->iron);
-    out[k++] = sqrt_count(inv->diamond);
-    out[k++] = sqrt_count(inv->sapphire);
-    out[k++] = sqrt_count(inv->ruby);
-    out[k++] = sqrt_count(inv->sapling);
-    out[k++] = sqrt_count(inv->torches);
-    out[k++] = sqrt_count(inv->arrows);
+    out[k++] = sqrt_count(inv->wood, in_step);
+    out[k++] = sqrt_count(inv->stone, in_step);
+    out[k++] = sqrt_count(inv->coal, in_step);
+    out[k++] = sqrt_count(inv->iron, in_step);
+    out[k++] = sqrt_count(inv->diamond, in_step);
+    out[k++] = sqrt_count(inv->sapphire, in_step);
+    out[k++] = sqrt_count(inv->ruby, in_step);
+    out[k++] = sqrt_count(inv->sapling, in_step);
+    out[k++] = sqrt_count(inv->torches, in_step);
+    out[k++] = sqrt_count(inv->arrows, in_step);
     out[k++] = (float)inv->books / 2.0f;
     out[k++] = (float)inv->pickaxe / 4.0f;
     out[k++] = (float)inv->sword / 4.0f;
     out[k++] = (float)s->sword_enchantment;
     out[k++] = (float)s->bow_enchantment;
     out[k++] = (float)inv->bow;
-    for (int p = 0; p < NUM_POTIONS; p++) out[k++] = sqrt_count(inv->potions[p]);
-    out[k++] = s->player_health / 10.0f;
-    out[k++] = (float)s->player_food / 10.0f;
-    out[k++] = (float)s->player_drink / 10.0f;
-    out[k++] = (float)s->player_energy / 10.0f;
-    out[k++] = (float)s->player_mana / 10.0f;
-    out[k++] = (float)s->player_xp / 10.0f;
-    out[k++] = (float)s->player_dexterity / 10.0f;
-    out[k++] = (float)s->player_strength / 10.0f;
-    out[k++] = (float)s->player_intelligence / 10.0f;
+    for (int p = 0; p < NUM_POTIONS; p++) out[k++] = sqrt_count(inv->potions[p], in_step);
+    out[k++] = tenth(s->player_health, in_step);
+    out[k++] = tenth((float)s->player_food, in_step);
+    out[k++] = tenth((float)s->player_drink, in_step);
+    out[k++] = tenth((float)s->player_energy, in_step);
+    out[k++] = tenth((float)s->player_mana, in_step);
+    out[k++] = tenth((float)s->player_xp, in_step);
+    out[k++] = tenth((float)s->player_dexterity, in_step);
+    out[k++] = tenth((float)s->player_strength, in_step);
+    out[k++] = tenth((float)s->player_intelligence, in_step);
     for (int d = 0; d < 4; d++) out[k++] = s->player_direction - 1 == d ? 1.0f : 0.0f;
     for (int a = 0; a < 4; a++) out[k++] = (float)inv->armour[a] / 2.0f;
     for (int a = 0; a < 4; a++) out[k++] = (float)s->armour_enchantments[a];
@@ -112,13 +116,13 @@ CRAFTAX_FN void write_scalars(const GameState* s, float* out) {
     out[k++] = (float)s->is_resting;
     out[k++] = (float)s->learned_spells[0];
     out[k++] = (float)s->learned_spells[1];
-    out[k++] = (float)s->player_level / 10.0f;
+    out[k++] = tenth((float)s->player_level, in_step);
     out[k++] = s->monsters_killed[s->player_level] >= MONSTERS_KILLED_TO_CLEAR_LEVEL ? 1.0f : 0.0f;
     out[k++] = (float)is_boss_vulnerable(s);
 }
 
-// The full 8,268-float observation.
-CRAFTAX_FN void write_observation(const GameState* s, float* out) {
+// The full 8,268-float observation; in_step: see tenth().
+CRAFTAX_FN void write_observation(const GameState* s, float* out, int in_step) {
     MobView view;
     build_mob_view(&view, s);
     int l = s->player_level;
@@ -139,11 +143,11 @@ CRAFTAX_FN void write_observation(const GameState* s, float* out) {
             channels[CHANNEL_LIGHT] = 1.0f;
         }
     }
-    write_scalars(s, out + OBS_CELLS * OBS_CHANNELS);
+    write_scalars(s, out + OBS_CELLS * OBS_CHANNELS, in_step);
 }
 
-// The compact observation (COMPACT_OBS_BYTES bytes).
-CRAFTAX_FN void write_compact_observation(const GameState* s, uint8_t* out) {
+// The compact observation (COMPACT_OBS_BYTES bytes); in_step: see tenth().
+CRAFTAX_FN void write_compact_observation(const GameState* s, uint8_t* out, int in_step) {
     MobView view;
     build_mob_view(&view, s);
     int l = s->player_level;
@@ -161,6 +165,6 @@ CRAFTAX_FN void write_compact_observation(const GameState* s, uint8_t* out) {
         }
     }
     float scalars[OBS_SCALARS];
-    write_scalars(s, scalars);
+    write_scalars(s, scalars, in_step);
     memcpy(out + COMPACT_MAP_BYTES, scalars, sizeof(scalars));
 }

@@ -14,22 +14,35 @@ typedef struct {
 
 CRAFTAX_FN uint32_t rotl32(uint32_t x, int d) { return (x << d) | (x >> (32 - d)); }
 
-// Threefry-2x32 with 20 rounds, as jax's _threefry2x32_lowering.
+// Threefry-2x32 with 20 rounds, as jax's _threefry2x32_lowering (unrolled: it is most of the
+// step's cost).
+#define THREEFRY_ROUND(rotation) \
+    x0 += x1;                    \
+    x1 = rotl32(x1, rotation);   \
+    x1 ^= x0;
+#define THREEFRY_EVEN_ROUNDS THREEFRY_ROUND(13) THREEFRY_ROUND(15) THREEFRY_ROUND(26) THREEFRY_ROUND(6)
+#define THREEFRY_ODD_ROUNDS THREEFRY_ROUND(17) THREEFRY_ROUND(29) THREEFRY_ROUND(16) THREEFRY_ROUND(24)
+
 CRAFTAX_FN void threefry2x32(uint32_t k0, uint32_t k1, uint32_t x0, uint32_t x1, uint32_t* out0,
                              uint32_t* out1) {
-    const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
-    uint32_t ks[3] = {k0, k1, k0 ^ k1 ^ 0x1BD11BDAu};
-    x0 += ks[0];
-    x1 += ks[1];
-    for (int block = 0; block < 5; block++) {
-        for (int r = 0; r < 4; r++) {
-            x0 += x1;
-            x1 = rotl32(x1, rot[block & 1][r]);
-            x1 ^= x0;
-        }
-        x0 += ks[(block + 1) % 3];
-        x1 += ks[(block + 2) % 3] + (uint32_t)(block + 1);
-    }
+    uint32_t k2 = k0 ^ k1 ^ 0x1BD11BDAu;
+    x0 += k0;
+    x1 += k1;
+    THREEFRY_EVEN_ROUNDS
+    x0 += k1;
+    x1 += k2 + 1u;
+    THREEFRY_ODD_ROUNDS
+    x0 += k2;
+    x1 += k0 + 2u;
+    THREEFRY_EVEN_ROUNDS
+    x0 += k0;
+    x1 += k1 + 3u;
+    THREEFRY_ODD_ROUNDS
+    x0 += k1;
+    x1 += k2 + 4u;
+    THREEFRY_EVEN_ROUNDS
+    x0 += k2;
+    x1 += k0 + 5u;
     *out0 = x0;
     *out1 = x1;
 }
@@ -57,6 +70,16 @@ CRAFTAX_FN Key key_split2(Key* rng) {
     return sub;
 }
 
+// The chain half of rng, sub = jax.random.split(rng) alone, for callers that derive the sub-key
+// (key_split_at(parent, 1)) only when they use it: `Key parent = key_advance(&rng);`.
+CRAFTAX_FN Key key_advance(Key* rng) {
+    Key parent = *rng;
+    *rng = key_split_at(*rng, 0);
+    return parent;
+}
+
+CRAFTAX_FN Key key_sub(Key parent) { return key_split_at(parent, 1); }
+
 // jax.random.fold_in(key, data).
 CRAFTAX_FN Key key_fold_in(Key key, uint32_t data) { return key_split_at(key, data); }
 
@@ -80,13 +103,13 @@ CRAFTAX_FN float uniform(Key key) { return uniform_at(key, 0); }
 // Element i of jax.random.randint(key, shape, minval, maxval) (int32): two words of random bits
 // reduced modulo the span with jax's multiplier trick, in uint32 arithmetic.
 CRAFTAX_FN int32_t randint_at(Key key, uint32_t i, int32_t minval, int32_t maxval) {
-    Key k_high = key_split_at(key, 0);
-    Key k_low = key_split_at(key, 1);
-    uint32_t high = random_bits_at(k_high, i);
-    uint32_t low = random_bits_at(k_low, i);
     uint32_t span = maxval <= minval ? 1u : (uint32_t)(maxval - minval);
     uint32_t multiplier = 65536u % span;
     multiplier = (multiplier * multiplier) % span;
+    uint32_t low = random_bits_at(key_split_at(key, 1), i);
+    // For spans dividing 2^16 (powers of two) the high word's term vanishes: skip its hashes.
+    if (multiplier == 0) return minval + (int32_t)(low % span);
+    uint32_t high = random_bits_at(key_split_at(key, 0), i);
     uint32_t offset = (high % span) * multiplier + (low % span);
     offset %= span;
     return minval + (int32_t)offset;

@@ -1,13 +1,16 @@
 // The game state, as craftax/craftax/craftax_state.py's EnvState, stored compactly: block and
-// item ids as uint8, positions as int16, floats where the reference computes in float32.
+// item ids as uint8, player and plant positions as int16, floats where the reference computes in
+// float32.
 #pragma once
 #include "constants.h"
 #include "rng.h"
 
 // One class of mobs (or projectiles) on every floor.
+// Positions are int32: projectiles keep moving after they die (as in the reference), so their
+// positions drift without bound.
 #define MOB_ARRAYS(N)                    \
     struct {                             \
-        int16_t position[NUM_LEVELS][N][2]; \
+        int32_t position[NUM_LEVELS][N][2]; \
         float health[NUM_LEVELS][N];     \
         uint8_t mask[NUM_LEVELS][N];     \
         int32_t attack_cooldown[NUM_LEVELS][N]; \

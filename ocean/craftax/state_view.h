@@ -14,7 +14,7 @@ typedef struct {
 
 #define FIELD(name, member, kind) {name, offsetof(GameState, member), (int)sizeof(((GameState*)0)->member), kind}
 #define MOB_FIELDS(prefix, member)                                        \
-    FIELD(prefix ".position", member.position, 'h'),                      \
+    FIELD(prefix ".position", member.position, 'i'),                      \
     FIELD(prefix ".health", member.health, 'f'),                          \
     FIELD(prefix ".mask", member.mask, 'u'),                              \
     FIELD(prefix ".attack_cooldown", member.attack_cooldown, 'i'),        \

@@ -63,15 +63,19 @@ CRAFTAX_FN void generate_smoothworld(Key rng, const SmoothGenConfig* config, Gam
     uint8_t* mask = &state->mob_map[level][0][0];  // all-zero after generation; borrowed as scratch
     Key sub;
 
+    // Water and mountain maps: noise + clip(distance / strength) - 1, where XLA divides by the
+    // strength as a multiplication by its reciprocal and contracts the noise's last
+    // multiplication with the next addition into an FMA.
     sub = key_split2(&rng);
-    fractal_noise(sub, 3, 3, scratch->water);
+    float water_scale = fractal_noise_shifted(sub, 3, 3, scratch->water);
     key_split2(&rng);
+    float water_reciprocal = 1.0f / (float)config->water_strength;
     for (int r = 0; r < MAP_SIZE; r++) {
         for (int c = 0; c < MAP_SIZE; c++) {
             int i = r * MAP_SIZE + c;
             float distance = spawn_distance(r, c);
-            float water_bias = fclampf(distance / (float)config->water_strength, 0.0f, config->water_max);
-            float water = scratch->water[i] + water_bias - 1.0f;
+            float water_bias = fclampf(distance * water_reciprocal, 0.0f, config->water_max);
+            float water = fmaf(scratch->water[i], water_scale, water_bias) - 1.0f;
             scratch->water[i] = water;
             uint8_t block = water > config->water_threshold ? config->sea_block : config->default_block;
             if (water > config->sand_threshold && block != config->sea_block) block = config->coast_block;
@@ -80,13 +84,14 @@ CRAFTAX_FN void generate_smoothworld(Key rng, const SmoothGenConfig* config, Gam
     }
 
     sub = key_split2(&rng);
-    fractal_noise(sub, 3, 3, scratch->mountain);
+    float mountain_scale = fractal_noise_shifted(sub, 3, 3, scratch->mountain);
+    float mountain_reciprocal = 1.0f / (float)config->mountain_strength;
     for (int r = 0; r < MAP_SIZE; r++) {
         for (int c = 0; c < MAP_SIZE; c++) {
             int i = r * MAP_SIZE + c;
             float distance = spawn_distance(r, c);
-            float mountain_bias = fclampf(distance / (float)config->mountain_strength, 0.0f, config->mountain_max);
-            float mountain = (scratch->mountain[i] + 0.05f) + mountain_bias - 1.0f;
+            float mountain_bias = fclampf(distance * mountain_reciprocal, 0.0f, config->mountain_max);
+            float mountain = (fmaf(scratch->mountain[i], mountain_scale, 0.05f) + mountain_bias) - 1.0f;
             scratch->mountain[i] = mountain;
             if (mountain > 0.7f) map[i] = config->mountain_block;
         }

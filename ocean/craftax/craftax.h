@@ -1,0 +1,262 @@
+// puffer_craftax / puffer_craftax_compact: the Ocean env around the Craftax game logic, stepped
+// by the shared vecenv (ocean/vecenv.h).
+//
+// Keys follow the reference's usage: env seeded with `seed` starts from K = PRNGKey(seed),
+// splits (rng, reset_key) = split(K) and resets with reset_key; every step splits
+// (rng, step_key) = split(rng) and runs the auto-resetting env's step with step_key, whose second
+// half (split(step_key)[1]) is the key of the next episode's reset. scripts/craftax_parity.py runs
+// the JAX reference with exactly this flow.
+//
+// Reset pools (opt-in): reset copies one of `reset_pool_size` worlds generated up front (world j
+// from split(PRNGKey(reset_pool_seed), reset_pool_size)[j]), picked by the reset key, instead of
+// generating a new world (5.5 ms). Off for parity: pooled episodes do not match the reference's.
+#pragma once
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "step.h"
+
+// Episode statistics (sums over finished episodes; the vecenv divides by their count). The
+// achievement fields, in Achievement order, give per-achievement unlock rates.
+typedef struct {
+    float score;          // percentage of the 226 achievement reward points unlocked
+    float deepest_floor;  // deepest floor reached (0 surface .. 8 graveyard)
+    float died;           // 1 when the episode ended by death
+    float collect_wood;
+    float place_table;
+    float eat_cow;
+    float collect_sapling;
+    float collect_drink;
+    float make_wood_pickaxe;
+    float make_wood_sword;
+    float place_plant;
+    float defeat_zombie;
+    float collect_stone;
+    float place_stone;
+    float eat_plant;
+    float defeat_skeleton;
+    float make_stone_pickaxe;
+    float make_stone_sword;
+    float wake_up;
+    float place_furnace;
+    float collect_coal;
+    float collect_iron;
+    float collect_diamond;
+    float make_iron_pickaxe;
+    float make_iron_sword;
+    float make_arrow;
+    float make_torch;
+    float place_torch;
+    float make_diamond_sword;
+    float make_iron_armour;
+    float make_diamond_armour;
+    float enter_gnomish_mines;
+    float enter_dungeon;
+    float enter_sewers;
+    float enter_vault;
+    float enter_troll_mines;
+    float enter_fire_realm;
+    float enter_ice_realm;
+    float enter_graveyard;
+    float defeat_gnome_warrior;
+    float defeat_gnome_archer;
+    float defeat_orc_solider;
+    float defeat_orc_mage;
+    float defeat_lizard;
+    float defeat_kobold;
+    float defeat_troll;
+    float defeat_deep_thing;
+    float defeat_pigman;
+    float defeat_fire_elemental;
+    float defeat_frost_troll;
+    float defeat_ice_elemental;
+    float damage_necromancer;
+    float defeat_necromancer;
+    float eat_bat;
+    float eat_snail;
+    float find_bow;
+    float fire_bow;
+    float collect_sapphire;
+    float learn_fireball;
+    float cast_fireball;
+    float learn_iceball;
+    float cast_iceball;
+    float collect_ruby;
+    float make_diamond_pickaxe;
+    float open_chest;
+    float drink_potion;
+    float enchant_sword;
+    float enchant_armour;
+    float defeat_knight;
+    float defeat_archer;
+} Log;
+
+CRAFTAX_STATIC_ASSERT(offsetof(Log, enchant_armour) - offsetof(Log, collect_wood) == 64 * sizeof(float) &&
+                          offsetof(Log, defeat_archer) - offsetof(Log, collect_wood) == 66 * sizeof(float),
+                      "Log holds one float per achievement, in Achievement order");
+
+typedef struct {
+    void* observations;  // float[OBS_SIZE] or, compact, uint8[COMPACT_OBS_BYTES] per env
+    int* actions;
+    float* rewards;
+    unsigned char* terminals;
+    unsigned char* truncations;
+    uint64_t rng;  // the seed, set by the vecenv before the first reset
+    Log log;
+    int compact;
+    int reset_pool_size;
+    const GameState* reset_pool;  // shared by every env, read-only
+    GameState* state;
+    Key key;        // the env's key chain
+    Key reset_key;  // the next reset's key, left by the step that ended an episode
+    int has_reset_key;
+    int deepest_floor;
+} Craftax;
+
+// Generates reset pool world j for j in [first, last).
+static void generate_reset_pool(GameState* pool, int first, int last, int pool_size, uint64_t pool_seed) {
+    WorldgenScratch* scratch = (WorldgenScratch*)malloc(sizeof(WorldgenScratch));
+    Key root = key_from_seed(pool_seed);
+    for (int j = first; j < last && j < pool_size; j++) generate_world(key_split_at(root, (uint32_t)j), &pool[j], scratch);
+    free(scratch);
+}
+
+static void write_env_observation(Craftax* env, int in_step) {
+    if (env->compact) {
+        write_compact_observation(env->state, (uint8_t*)env->observations, in_step);
+    } else {
+        write_observation(env->state, (float*)env->observations, in_step);
+    }
+}
+
+static void c_reset(Craftax* env) {
+    Key reset_key;
+    if (env->has_reset_key) {
+        reset_key = env->reset_key;
+        env->has_reset_key = 0;
+    } else {
+        Key root = key_from_seed(env->rng);
+        env->key = key_split_at(root, 0);
+        reset_key = key_split_at(root, 1);
+    }
+    if (env->reset_pool_size > 0) {
+        uint32_t j = random_bits_at(reset_key, 0) % (uint32_t)env->reset_pool_size;
+        memcpy(env->state, &env->reset_pool[j], sizeof(GameState));
+    } else {
+        // reset(reset_key) generates its world from split(reset_key)[1].
+        WorldgenScratch* scratch = (WorldgenScratch*)malloc(sizeof(WorldgenScratch));
+        generate_world(key_split_at(reset_key, 1), env->state, scratch);
+        free(scratch);
+    }
+    env->deepest_floor = 0;
+    write_env_observation(env, 0);
+}
+
+static void log_episode(Craftax* env) {
+    const GameState* s = env->state;
+    int points = 0;
+    float* unlocked = &env->log.collect_wood;
+    for (int a = 0; a < NUM_ACHIEVEMENTS; a++) {
+        points += s->achievements[a] * TABLE(ACHIEVEMENT_REWARD)[a];
+        unlocked[a] += (float)s->achievements[a];
+    }
+    env->log.score += 100.0f * (float)points / (float)MAX_ACHIEVEMENT_REWARD;
+    env->log.deepest_floor += (float)env->deepest_floor;
+    env->log.died += s->player_health <= 0.0f ? 1.0f : 0.0f;
+}
+
+static int c_step(Craftax* env) {
+    Key step_key = key_split2(&env->key);
+    GameState* s = env->state;
+    // The auto-resetting env steps with the first half of the step key.
+    env->rewards[0] = craftax_step(key_split_at(step_key, 0), s, env->actions[0]);
+    if (s->player_level > env->deepest_floor) env->deepest_floor = s->player_level;
+    int died_or_won = s->player_health <= 0.0f || has_beaten_boss(s);
+    int out_of_time = s->timestep >= MAX_TIMESTEPS;
+    env->terminals[0] = (unsigned char)died_or_won;
+    env->truncations[0] = (unsigned char)(out_of_time && !died_or_won);
+    if (died_or_won || out_of_time) {
+        log_episode(env);
+        env->reset_key = key_split_at(step_key, 1);
+        env->has_reset_key = 1;
+        return 1;
+    }
+    write_env_observation(env, 1);
+    return 0;
+}
+
+// Text glyph and ANSI colour of each block type.
+static const char* const BLOCK_GLYPHS[NUM_BLOCK_TYPES] = {
+    "??", "  ", "..", "~~", "##", "TT", "WW", "__", "co", "ir", "DI", "CT", "FU", "::", "LL", "sp", "PL",
+    "[]", "  ", "[]", "^^", "SA", "RU", "CH", "FO", ",,", ",,", "gr", "TT", "**", "EF", "EI", "NE", "++",
+    "++", "++", "NV"};
+static const int BLOCK_COLOURS[NUM_BLOCK_TYPES] = {
+    37, 30, 32, 34, 37, 32, 33, 33, 90, 31, 96, 33, 31, 93, 91, 32, 92, 90, 30, 32, 37, 94, 91, 93, 36,
+    31, 96, 37, 91, 96, 91, 96, 95, 37, 37, 37, 95};
+static const char* const MOB_CLASS_GLYPHS[NUM_MOB_CLASSES] = {"Zm", "Cw", "Sk", "**", "->"};
+
+static const char* const ACTION_NAMES[NUM_ACTIONS] = {
+    "noop", "left", "right", "up", "down", "do", "sleep", "place_stone", "place_table", "place_furnace",
+    "place_plant", "make_wood_pickaxe", "make_stone_pickaxe", "make_iron_pickaxe", "make_wood_sword",
+    "make_stone_sword", "make_iron_sword", "rest", "descend", "ascend", "make_diamond_pickaxe",
+    "make_diamond_sword", "make_iron_armour", "make_diamond_armour", "shoot_arrow", "make_arrow",
+    "cast_fireball", "cast_iceball", "place_torch", "drink_red", "drink_green", "drink_blue", "drink_pink",
+    "drink_cyan", "drink_yellow", "read_book", "enchant_sword", "enchant_armour", "make_torch",
+    "level_up_dexterity", "level_up_strength", "level_up_intelligence", "enchant_bow"};
+
+// The 9 x 11 local view (as the observation sees it: dark cells blank) and the inventory.
+static int c_render(Craftax* env, char* buf, int capacity) {
+    const GameState* s = env->state;
+    MobView view;
+    build_mob_view(&view, s);
+    int l = s->player_level;
+    int n = 0;
+#define EMIT(...) n += snprintf(buf + n, n < capacity ? capacity - n : 0, __VA_ARGS__)
+    EMIT("floor %d  step %d  health %.1f  food %d  drink %d  energy %d  mana %d  xp %d\n", l, s->timestep,
+         s->player_health, s->player_food, s->player_drink, s->player_energy, s->player_mana, s->player_xp);
+    for (int r = 0; r < OBS_ROWS; r++) {
+        for (int c = 0; c < OBS_COLS; c++) {
+            int index = view_cell_index(s, r, c);
+            int cell = r * OBS_COLS + c;
+            if (r == OBS_ROWS / 2 && c == OBS_COLS / 2) {
+                const char* arrows[5] = {"@@", "<@", "@>", "^@", "@v"};
+                EMIT("\033[1;97m%s\033[0m", arrows[s->player_direction % 5]);
+                continue;
+            }
+            if (index < 0 || !((&s->light_map[l][0][0])[index] > 0.05f)) {
+                EMIT("  ");
+                continue;
+            }
+            const char* mob = 0;
+            for (int k = 0; k < NUM_MOB_CLASSES && !mob; k++) {
+                if (view.masks[cell][k]) mob = MOB_CLASS_GLYPHS[k];
+            }
+            uint8_t item = (&s->item_map[l][0][0])[index];
+            uint8_t block = (&s->map[l][0][0])[index];
+            if (mob) {
+                EMIT("\033[1;91m%s\033[0m", mob);
+            } else if (item == ITEM_TORCH) {
+                EMIT("\033[93mi \033[0m");
+            } else if (item == ITEM_LADDER_DOWN || item == ITEM_LADDER_UP || item == ITEM_LADDER_DOWN_BLOCKED) {
+                EMIT("\033[1;97m%s\033[0m", item == ITEM_LADDER_UP ? "<<" : ">>");
+            } else {
+                EMIT("\033[%dm%s\033[0m", BLOCK_COLOURS[block], BLOCK_GLYPHS[block]);
+            }
+        }
+        EMIT("\n");
+    }
+    const Inventory* inv = &s->inventory;
+    EMIT("wood %d stone %d coal %d iron %d diamond %d sapphire %d ruby %d sapling %d torches %d arrows %d\n",
+         inv->wood, inv->stone, inv->coal, inv->iron, inv->diamond, inv->sapphire, inv->ruby, inv->sapling,
+         inv->torches, inv->arrows);
+    EMIT("pickaxe %d sword %d bow %d books %d armour %d%d%d%d potions %d %d %d %d %d %d\n", inv->pickaxe,
+         inv->sword, inv->bow, inv->books, inv->armour[0], inv->armour[1], inv->armour[2], inv->armour[3],
+         inv->potions[0], inv->potions[1], inv->potions[2], inv->potions[3], inv->potions[4], inv->potions[5]);
+    int unlocked = 0;
+    for (int a = 0; a < NUM_ACHIEVEMENTS; a++) unlocked += s->achievements[a];
+    EMIT("last action %s  achievements %d/%d%s%s\n", ACTION_NAMES[env->actions[0] % NUM_ACTIONS], unlocked,
+         NUM_ACHIEVEMENTS, s->is_sleeping ? "  (sleeping)" : "", s->is_resting ? "  (resting)" : "");
+#undef EMIT
+    return n < capacity ? n : capacity - 1;
+}

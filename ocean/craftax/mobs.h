@@ -1,0 +1,366 @@
+// Mobs, as update_mobs and spawn_mobs in craftax/craftax/game_logic.py: melee mobs chase and
+// hit, passive mobs wander, ranged mobs keep their distance and shoot, projectiles fly and hit,
+// and new mobs spawn around the player. Keys are consumed as in the reference's scans.
+//
+// As in the reference, mobs that are not alive still move (their positions are part of the
+// state and can clear observation channels), and dead projectiles keep flying off the map.
+#pragma once
+#include "combat.h"
+#include "observation.h"
+
+CRAFTAX_FN int sign(int x) { return (x > 0) - (x < 0); }
+CRAFTAX_FN int iabs(int x) { return x < 0 ? -x : x; }
+
+// A mob's move towards the player along one axis, chosen at random among the axes of largest
+// distance (jax.random.choice over p = is_max / total distance).
+CRAFTAX_FN void step_towards_player(Key key, const GameState* s, const int32_t* position, int* dr, int* dc) {
+    int d0 = s->player_position[0] - position[0], d1 = s->player_position[1] - position[1];
+    int a0 = iabs(d0), a1 = iabs(d1);
+    int largest = a0 > a1 ? a0 : a1;
+    float total = (float)(a0 + a1);
+    float weights[2] = {(float)(a0 == largest) / total, (float)(a1 == largest) / total};
+    int axis = choice_small(key, weights, 2);
+    *dr = axis == 0 ? sign(d0) : 0;
+    *dc = axis == 1 ? sign(d1) : 0;
+}
+
+// The mob map bookkeeping every mob does after moving: leave the old cell if alive, enter the
+// new one if still alive.
+CRAFTAX_FN void move_on_mob_map(GameState* s, const int32_t* old_position, int alive, const int* position, int still_alive) {
+    uint8_t* mobs = level_mobs(s);
+    int old_cell = map_write_index(old_position[0], old_position[1]);
+    if (old_cell >= 0 && alive) mobs[old_cell] = 0;
+    int new_cell = map_write_index(position[0], position[1]);
+    if (new_cell >= 0 && still_alive) mobs[new_cell] = 1;
+}
+
+CRAFTAX_FN int manhattan_to_player(const GameState* s, const int32_t* position) {
+    return iabs(position[0] - s->player_position[0]) + iabs(position[1] - s->player_position[1]);
+}
+
+CRAFTAX_FN void move_melee_mob(Key* rng, GameState* s, int m) {
+    int l = s->player_level;
+    int32_t* position = s->melee_mobs.position[l][m];
+    int type = s->melee_mobs.type_id[l][m];
+    int alive = s->melee_mobs.mask[l][m];
+    // Keys of the random move, the chase axis and the chase draw; each drawn only if used.
+    Key random_parent = key_advance(rng);
+    Key axis_parent = key_advance(rng);
+    Key chase_parent = key_advance(rng);
+    int distance = manhattan_to_player(s, position);
+    int chasing = (distance < 10 || is_fighting_boss(s)) && uniform(key_sub(chase_parent)) < 0.75f;
+    int proposed[2];
+    if (chasing) {
+        int towards_r, towards_c;
+        step_towards_player(key_sub(axis_parent), s, position, &towards_r, &towards_c);
+        proposed[0] = position[0] + towards_r;
+        proposed[1] = position[1] + towards_c;
+    } else {
+        int random_direction = 1 + randint_at(key_sub(random_parent), 0, 0, 4);
+        proposed[0] = position[0] + direction_row(random_direction);
+        proposed[1] = position[1] + direction_col(random_direction);
+    }
+
+    int attacking = distance == 1 && s->melee_mobs.attack_cooldown[l][m] <= 0 && alive;
+    if (attacking) {
+        proposed[0] = position[0];
+        proposed[1] = position[1];
+        float scale = 1.0f + 2.5f * (float)s->is_sleeping;
+        s->player_health -= damage_to_player(s, &TABLE(MOB_DAMAGE)[(type * 4 + MOB_MELEE) * 3], scale);
+        unlock(s, ACH_WAKE_UP, s->is_sleeping);
+        s->is_sleeping = 0;
+        s->is_resting = 0;
+        s->melee_mobs.attack_cooldown[l][m] = 5;
+    } else {
+        s->melee_mobs.attack_cooldown[l][m] -= 1;
+    }
+    int next[2] = {position[0], position[1]};
+    if (is_free_for(s, proposed[0], proposed[1], &TABLE(MOB_COLLISION)[COLLISION_INDEX(type, MOB_MELEE)])) {
+        next[0] = proposed[0];
+        next[1] = proposed[1];
+    }
+    int stays = distance < MOB_DESPAWN_DISTANCE || is_fighting_boss(s);
+    *rng = key_split_at(*rng, 1);
+    int still_alive = alive && stays;
+    move_on_mob_map(s, position, alive, next, still_alive);
+    position[0] = next[0];
+    position[1] = next[1];
+    s->melee_mobs.mask[l][m] = (uint8_t)still_alive;
+}
+
+CRAFTAX_FN void move_passive_mob(Key* rng, GameState* s, int m) {
+    int l = s->player_level;
+    int32_t* position = s->passive_mobs.position[l][m];
+    int type = s->passive_mobs.type_id[l][m];
+    int alive = s->passive_mobs.mask[l][m];
+    // Eight choices, the last four of which stand still.
+    int direction = 1 + randint_at(key_sub(key_advance(rng)), 0, 0, 8);
+    int next[2] = {position[0], position[1]};
+    int r = position[0] + direction_row(direction), c = position[1] + direction_col(direction);
+    if (is_free_for(s, r, c, &TABLE(MOB_COLLISION)[COLLISION_INDEX(type, MOB_PASSIVE)])) {
+        next[0] = r;
+        next[1] = c;
+    }
+    int still_alive = alive && manhattan_to_player(s, position) < MOB_DESPAWN_DISTANCE;
+    move_on_mob_map(s, position, alive, next, still_alive);
+    position[0] = next[0];
+    position[1] = next[1];
+    s->passive_mobs.mask[l][m] = (uint8_t)still_alive;
+}
+
+CRAFTAX_FN void move_ranged_mob(Key* rng, GameState* s, int m) {
+    int l = s->player_level;
+    int32_t* position = s->ranged_mobs.position[l][m];
+    int type = s->ranged_mobs.type_id[l][m];
+    int alive = s->ranged_mobs.mask[l][m];
+    const uint8_t* collision = &TABLE(MOB_COLLISION)[COLLISION_INDEX(type, MOB_RANGED)];
+    Key k = key_split2(rng);
+    int random_direction = 1 + randint_at(k, 0, 0, 4);
+    int random_proposed[2] = {position[0] + direction_row(random_direction), position[1] + direction_col(random_direction)};
+    k = key_split2(rng);
+    int towards_r, towards_c;
+    step_towards_player(k, s, position, &towards_r, &towards_c);
+    int distance = manhattan_to_player(s, position);
+    int too_close = distance <= 3;
+    int proposed[2] = {random_proposed[0], random_proposed[1]};
+    if (distance >= 6) {
+        proposed[0] = position[0] + towards_r;
+        proposed[1] = position[1] + towards_c;
+    }
+    if (too_close) {
+        proposed[0] = position[0] - towards_r;
+        proposed[1] = position[1] - towards_c;
+    }
+    k = key_split2(rng);
+    if (!(uniform(k) > 0.85f)) {
+        proposed[0] = random_proposed[0];
+        proposed[1] = random_proposed[1];
+    }
+    // Shoots from 4 or 5 away, or when too close with its retreat blocked.
+    int attacking = (distance >= 4 && distance <= 5) || (too_close && !is_free_for(s, proposed[0], proposed[1], collision));
+    attacking = attacking && s->ranged_mobs.attack_cooldown[l][m] <= 0 && alive;
+    if (attacking) {
+        if (count_alive(s->mob_projectiles.mask[l], MAX_MOB_PROJECTILES) < MAX_MOB_PROJECTILES) {
+            SPAWN_PROJECTILE(s, s->mob_projectiles, s->mob_projectile_directions, MAX_MOB_PROJECTILES, position[0],
+                             position[1], towards_r, towards_c, TABLE(RANGED_MOB_PROJECTILE)[type]);
+        }
+        proposed[0] = position[0];
+        proposed[1] = position[1];
+        s->ranged_mobs.attack_cooldown[l][m] = 4;
+    } else {
+        s->ranged_mobs.attack_cooldown[l][m] -= 1;
+    }
+    int next[2] = {position[0], position[1]};
+    if (is_free_for(s, proposed[0], proposed[1], collision)) {
+        next[0] = proposed[0];
+        next[1] = proposed[1];
+    }
+    int still_alive = alive && (distance < MOB_DESPAWN_DISTANCE || is_fighting_boss(s));
+    move_on_mob_map(s, position, alive, next, still_alive);
+    position[0] = next[0];
+    position[1] = next[1];
+    s->ranged_mobs.mask[l][m] = (uint8_t)still_alive;
+}
+
+// A blocking cell for projectiles: solid blocks (water never is).
+CRAFTAX_FN int blocks_projectile(GameState* s, int r, int c) {
+    uint8_t block = block_at(s, r, c);
+    return TABLE(SOLID_BLOCK)[block] && block != BLOCK_WATER;
+}
+
+CRAFTAX_FN void move_mob_projectile(GameState* s, int p) {
+    int l = s->player_level;
+    int32_t* position = s->mob_projectiles.position[l][p];
+    int alive = s->mob_projectiles.mask[l][p];
+    int r = position[0] + s->mob_projectile_directions[l][p][0];
+    int c = position[1] + s->mob_projectile_directions[l][p][1];
+    int pr = s->player_position[0], pc = s->player_position[1];
+    int hit_player = alive && ((position[0] == pr && position[1] == pc) || (r == pr && c == pc));
+    int continues = in_bounds(r, c) && !blocks_projectile(s, r, c) && !is_in_mob(s, r, c) && !hit_player;
+    // Projectiles destroy crafting tables and furnaces they fly into.
+    uint8_t block = block_at(s, r, c);
+    if (alive && (block == BLOCK_FURNACE || block == BLOCK_CRAFTING_TABLE)) {
+        int cell = map_write_index(r, c);
+        if (cell >= 0) level_map(s)[cell] = BLOCK_PATH;
+    }
+    if (hit_player) {
+        int type = s->mob_projectiles.type_id[l][p];
+        s->player_health -= damage_to_player(s, &TABLE(MOB_DAMAGE)[(type * 4 + MOB_PROJECTILE) * 3], 1.0f);
+        s->is_sleeping = 0;
+        s->is_resting = 0;
+    }
+    position[0] = r;
+    position[1] = c;
+    s->mob_projectiles.mask[l][p] = (uint8_t)(continues && alive);
+}
+
+CRAFTAX_FN void move_player_projectile(GameState* s, int p) {
+    int l = s->player_level;
+    int32_t* position = s->player_projectiles.position[l][p];
+    int alive = s->player_projectiles.mask[l][p];
+    int type = s->player_projectiles.type_id[l][p];
+    float damage[3];
+    for (int k = 0; k < 3; k++) damage[k] = TABLE(MOB_DAMAGE)[(type * 4 + MOB_PROJECTILE) * 3 + k] * (float)alive;
+    int is_arrow = type == PROJECTILE_ARROW || type == PROJECTILE_ARROW2;
+    if (is_arrow && s->bow_enchantment != 0) damage[s->bow_enchantment] += damage[0] / 2.0f;
+    if (is_arrow) {
+        float dexterity = 1.0f + 0.2f * (float)(s->player_dexterity - 1);
+        for (int k = 0; k < 3; k++) damage[k] *= dexterity;
+    }
+    if (type == PROJECTILE_FIREBALL || type == PROJECTILE_ICEBALL) {
+        float intelligence = 1.0f + 0.5f * (float)(s->player_intelligence - 1);
+        for (int k = 0; k < 3; k++) damage[k] *= intelligence;
+    }
+    int r = position[0] + s->player_projectile_directions[l][p][0];
+    int c = position[1] + s->player_projectile_directions[l][p][1];
+    int stopped = !in_bounds(r, c) || blocks_projectile(s, r, c);
+    // It hits a mob where it is (one may have walked in) or else where it flies to.
+    int hit = attack_mob(s, position[0], position[1], damage, 0, 0);
+    if (hit) {
+        for (int k = 0; k < 3; k++) damage[k] *= 0.0f;
+    }
+    hit |= attack_mob(s, r, c, damage, 0, 0);
+    position[0] = r;
+    position[1] = c;
+    s->player_projectiles.mask[l][p] = (uint8_t)(!stopped && !hit && alive);
+}
+
+CRAFTAX_FN void update_mobs(Key rng, GameState* s) {
+    // Each scan starts from split(rng)[0]; the sub-keys split off here are unused.
+    key_advance(&rng);
+    for (int m = 0; m < MAX_MELEE_MOBS; m++) move_melee_mob(&rng, s, m);
+    key_advance(&rng);
+    for (int m = 0; m < MAX_PASSIVE_MOBS; m++) move_passive_mob(&rng, s, m);
+    key_advance(&rng);
+    for (int m = 0; m < MAX_RANGED_MOBS; m++) move_ranged_mob(&rng, s, m);
+    for (int p = 0; p < MAX_MOB_PROJECTILES; p++) move_mob_projectile(s, p);
+    for (int p = 0; p < MAX_PLAYER_PROJECTILES; p++) move_player_projectile(s, p);
+}
+
+// Where a mob class may spawn this step: on which blocks, and at which squared distances from
+// the player (the reference compares sqrt(d2) with integers, which gives the same results).
+enum SpawnArea { SPAWN_PASSIVE, SPAWN_MONSTER, SPAWN_MONSTER_IN_WATER, SPAWN_BOSS_WAVE };
+
+typedef struct {
+    uint8_t blocks[NUM_BLOCK_TYPES];
+    int min_d2, max_d2;  // inclusive bounds
+} SpawnRule;
+
+#define DESPAWN_D2 (MOB_DESPAWN_DISTANCE * MOB_DESPAWN_DISTANCE - 1)
+// Blocks: grass, path, fire grass and ice grass; water; the three graves.
+CRAFTAX_TABLE(SpawnRule, SPAWN_RULES, 4, {
+    {{0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 10, DESPAWN_D2},
+    {{0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 82, DESPAWN_D2},
+    {{0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 82, DESPAWN_D2},
+    {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0}, 0, 36},
+})
+
+// jax.random.choice over the cells allowed by `area`, with p = allowed / count, without building
+// the 2304-entry cumsum: every non-zero weight equals w = 1 / count, so the XLA-order prefix sum
+// at cell i is S[k] (k allowed cells so far in i's block of 16, summed one by one from 0) plus
+// the XLA-order prefix of the block totals before it, and the binary search only needs the
+// prefix sums it probes. Allowed cells lie within distance 14 of the player; only that box is
+// scanned. Returns -1 when no cell is allowed.
+#define SPAWN_BLOCKS (MAP_CELLS / 16)
+
+CRAFTAX_FN int choose_spawn_cell(Key key, GameState* s, int area) {
+    uint16_t allowed_bits[SPAWN_BLOCKS];  // bit j: cell 16 * block + j is allowed
+    memset(allowed_bits, 0, sizeof(allowed_bits));
+    const SpawnRule* rule = &TABLE(SPAWN_RULES)[area];
+    const uint8_t* map = level_map(s);
+    const uint8_t* mobs = level_mobs(s);
+    int pr = s->player_position[0], pc = s->player_position[1];
+    int count = 0;
+    int reach = MOB_DESPAWN_DISTANCE - 1;
+    for (int r = imax(pr - reach, 0); r <= imin(pr + reach, MAP_SIZE - 1); r++) {
+        for (int c = imax(pc - reach, 0); c <= imin(pc + reach, MAP_SIZE - 1); c++) {
+            int cell = r * MAP_SIZE + c;
+            int d2 = (r - pr) * (r - pr) + (c - pc) * (c - pc);
+            int allowed = d2 >= rule->min_d2 && d2 <= rule->max_d2 && !mobs[cell] && rule->blocks[map[cell]];
+            allowed_bits[cell >> 4] |= (uint16_t)(allowed << (cell & 15));
+            count += allowed;
+        }
+    }
+    if (count == 0) return -1;
+    float w = 1.0f / (float)count;
+    float running[17];  // running[k]: k weights of w added one by one
+    running[0] = 0.0f;
+    for (int k = 1; k <= 16; k++) running[k] = running[k - 1] + w;
+    float totals[SPAWN_BLOCKS], totals_prefix[SPAWN_BLOCKS], scratch[SPAWN_BLOCKS / 7 + 32];
+    for (int b = 0; b < SPAWN_BLOCKS; b++) totals[b] = running[popcount32(allowed_bits[b])];
+    xla_cumsum(totals, totals_prefix, SPAWN_BLOCKS, scratch);
+#define PREFIX_AT(i)                                                                            \
+    (running[popcount32(allowed_bits[(i) >> 4] & (uint16_t)((2u << ((i) & 15)) - 1))] + \
+     ((i) >> 4 ? totals_prefix[((i) >> 4) - 1] : 0.0f))
+    float draw = PREFIX_AT(MAP_CELLS - 1) * (1.0f - uniform(key));
+    // searchsorted_left over the prefix sums (no NaN here: count > 0).
+    int low = 0, high = MAP_CELLS;
+    for (int level = 0; level < 12; level++) {
+        int mid = (low + high) / 2;
+        if (draw <= PREFIX_AT(mid)) {
+            high = mid;
+        } else {
+            low = mid;
+        }
+    }
+#undef PREFIX_AT
+    return high;
+}
+
+// The spawn of one mob class: the chance was drawn already; the slot's type is set even when
+// nothing spawns (as in the reference, where it can retype a live mob on the boss floor).
+#define SPAWN_MOB(s, mobs, count, mob_class, type, spawning, position_parent, area)                           \
+    spawn_mob(s, (mobs).position[(s)->player_level], (mobs).health[(s)->player_level], (mobs).mask[(s)->player_level], \
+              (mobs).type_id[(s)->player_level], count, mob_class, type, spawning, position_parent, area)
+
+CRAFTAX_FN void spawn_mob(GameState* s, int32_t (*position)[2], float* health, uint8_t* mask, uint8_t* type_id, int count,
+                          int mob_class, int type, int spawning, Key position_parent, int area) {
+    int slot = first_free_slot(mask, count);
+    int cell = spawning ? choose_spawn_cell(key_sub(position_parent), s, area) : -1;
+    if (cell >= 0) {
+        position[slot][0] = cell / MAP_SIZE;
+        position[slot][1] = cell % MAP_SIZE;
+        health[slot] = TABLE(MOB_HEALTH)[type * 4 + mob_class];
+        mask[slot] = 1;
+    }
+    type_id[slot] = (uint8_t)type;
+    int map_cell = map_write_index(position[slot][0], position[slot][1]);
+    if (map_cell >= 0 && mask[slot]) level_mobs(s)[map_cell] = 1;
+}
+
+CRAFTAX_FN void spawn_mobs(Key rng, GameState* s) {
+    int l = s->player_level;
+    int boss = is_fighting_boss(s);
+    // Triple rate on floors not cleared yet; the boss floor spawns in waves.
+    int coefficient = 1 + (s->monsters_killed[l] < MONSTERS_KILLED_TO_CLEAR_LEVEL) * 2;
+    coefficient *= boss ? is_boss_spawn_wave(s) * 1000 : 1;
+    const float* chance = &TABLE(FLOOR_MOB_SPAWN_CHANCE)[l * 4];
+    int boss_floor_types = iclamp(s->boss_progress, 0, NUM_LEVELS - 1) * 3;
+
+    // Per class: split for the spawn draw, split for the position (derived only when spawning).
+    Key parent = key_advance(&rng);
+    int spawning = count_alive(s->passive_mobs.mask[l], MAX_PASSIVE_MOBS) < MAX_PASSIVE_MOBS && !boss &&
+                   uniform(key_sub(parent)) < chance[0];
+    parent = key_advance(&rng);
+    SPAWN_MOB(s, s->passive_mobs, MAX_PASSIVE_MOBS, MOB_PASSIVE, TABLE(FLOOR_MOB_TYPE)[l * 3 + MOB_PASSIVE], spawning,
+              parent, SPAWN_PASSIVE);
+
+    int melee_type = TABLE(FLOOR_MOB_TYPE)[(boss ? boss_floor_types : l * 3) + MOB_MELEE];
+    parent = key_advance(&rng);
+    float darkness = 1.0f - s->light_level;
+    float melee_chance = chance[1] + chance[3] * (darkness * darkness);
+    spawning = count_alive(s->melee_mobs.mask[l], MAX_MELEE_MOBS) < MAX_MELEE_MOBS &&
+               uniform(key_sub(parent)) < melee_chance * (float)coefficient;
+    parent = key_advance(&rng);
+    SPAWN_MOB(s, s->melee_mobs, MAX_MELEE_MOBS, MOB_MELEE, melee_type, spawning, parent,
+              boss ? SPAWN_BOSS_WAVE : SPAWN_MONSTER);
+
+    int ranged_type = TABLE(FLOOR_MOB_TYPE)[(boss ? boss_floor_types : l * 3) + MOB_RANGED];
+    parent = key_advance(&rng);
+    spawning = count_alive(s->ranged_mobs.mask[l], MAX_RANGED_MOBS) < MAX_RANGED_MOBS &&
+               uniform(key_sub(parent)) < chance[2] * (float)coefficient;
+    parent = key_advance(&rng);
+    // Deep things (ranged type 5) live in water.
+    int area = boss ? SPAWN_BOSS_WAVE : (ranged_type == 5 ? SPAWN_MONSTER_IN_WATER : SPAWN_MONSTER);
+    SPAWN_MOB(s, s->ranged_mobs, MAX_RANGED_MOBS, MOB_RANGED, ranged_type, spawning, parent, area);
+}

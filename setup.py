@@ -10,8 +10,6 @@ from setuptools import Extension, setup
 compile_args = ["-O3", "-fopenmp", "-fno-fast-math"]
 if os.environ.get("PUFFER_NATIVE") == "1":
     compile_args.append("-march=native")
-if os.environ.get("PUFFER_DEBUG") == "1":
-    compile_args = ["-O0", "-g", "-fopenmp", "-fsanitize=address,undefined"]
 
 # Per-env extra flags. Craftax must match its JAX reference bit for bit: no implicit FMA
 # contraction (gcc contracts a*b+c by default whenever the target has FMA, e.g. -march=native).
@@ -24,7 +22,7 @@ extensions = [
         include_dirs=["ocean", os.path.dirname(path), numpy.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         extra_compile_args=compile_args + env_compile_args.get(os.path.basename(os.path.dirname(path)), []),
-        extra_link_args=["-fopenmp"] + (["-fsanitize=address,undefined"] if os.environ.get("PUFFER_DEBUG") == "1" else []),
+        extra_link_args=["-fopenmp"],
     )
     for path in sorted(glob.glob(os.path.join("ocean", "*", "binding.pyx")))
 ]

@@ -225,6 +225,27 @@ CRAFTAX_FN void move_player_projectile(GameState* s, int p) {
     s->player_projectiles.mask[l][p] = (uint8_t)(!stopped && !hit && alive);
 }
 
+// Prefetches the block and mob map rows around each mob of the floor, alive or not (every mob
+// tests the cells next to it for collisions); see CRAFTAX_PREFETCH.
+CRAFTAX_FN void prefetch_mob_surroundings_of(const GameState* s, const int32_t (*position)[2], int count) {
+    int l = s->player_level;
+    for (int m = 0; m < count; m++) {
+        int c = iclamp(position[m][1], 0, MAP_SIZE - 1);
+        for (int dr = -1; dr <= 1; dr++) {
+            int r = iclamp(position[m][0] + dr, 0, MAP_SIZE - 1);
+            CRAFTAX_PREFETCH(&s->map[l][r][c]);
+            CRAFTAX_PREFETCH(&s->mob_map[l][r][c]);
+        }
+    }
+}
+
+CRAFTAX_FN void prefetch_mob_surroundings(const GameState* s) {
+    int l = s->player_level;
+    prefetch_mob_surroundings_of(s, s->melee_mobs.position[l], MAX_MELEE_MOBS);
+    prefetch_mob_surroundings_of(s, s->passive_mobs.position[l], MAX_PASSIVE_MOBS);
+    prefetch_mob_surroundings_of(s, s->ranged_mobs.position[l], MAX_RANGED_MOBS);
+}
+
 CRAFTAX_FN void update_mobs(Key rng, GameState* s) {
     // Each scan starts from split(rng)[0]; the sub-keys split off here are unused.
     key_advance(&rng);
@@ -259,27 +280,60 @@ CRAFTAX_TABLE(SpawnRule, SPAWN_RULES, 4, {
 // the 2304-entry cumsum: every non-zero weight equals w = 1 / count, so the XLA-order prefix sum
 // at cell i is S[k] (k allowed cells so far in i's block of 16, summed one by one from 0) plus
 // the XLA-order prefix of the block totals before it, and the binary search only needs the
-// prefix sums it probes. Allowed cells lie within distance 14 of the player; only that box is
-// scanned. Returns -1 when no cell is allowed.
+// prefix sums it probes. Allowed cells lie within distance 14 of the player; only the ring of
+// each rule's distances is scanned. Returns -1 when no cell is allowed.
 #define SPAWN_BLOCKS (MAP_CELLS / 16)
+CRAFTAX_STATIC_ASSERT(MAP_SIZE == 48 && NUM_BLOCK_TYPES <= 64, "choose_spawn_cell packs a map row into three 16-bit blocks");
+
+// floor(sqrt(n)) for 0 <= n < 2^24, exact.
+CRAFTAX_FN int isqrt_floor(int n) {
+    int w = (int)sqrtf((float)n);
+    while (w * w > n) w--;
+    while ((w + 1) * (w + 1) <= n) w++;
+    return w;
+}
 
 CRAFTAX_FN int choose_spawn_cell(Key key, GameState* s, int area) {
     uint16_t allowed_bits[SPAWN_BLOCKS];  // bit j: cell 16 * block + j is allowed
     memset(allowed_bits, 0, sizeof(allowed_bits));
     const SpawnRule* rule = &TABLE(SPAWN_RULES)[area];
+    // The rule's blocks as a bit set (NUM_BLOCK_TYPES <= 64), so a cell's test is a shift.
+    uint64_t block_set = 0;
+    for (int b = 0; b < NUM_BLOCK_TYPES; b++) block_set |= (uint64_t)(rule->blocks[b] != 0) << b;
     const uint8_t* map = level_map(s);
     const uint8_t* mobs = level_mobs(s);
     int pr = s->player_position[0], pc = s->player_position[1];
     int count = 0;
     int reach = MOB_DESPAWN_DISTANCE - 1;
     for (int r = imax(pr - reach, 0); r <= imin(pr + reach, MAP_SIZE - 1); r++) {
-        for (int c = imax(pc - reach, 0); c <= imin(pc + reach, MAP_SIZE - 1); c++) {
-            int cell = r * MAP_SIZE + c;
-            int d2 = (r - pr) * (r - pr) + (c - pc) * (c - pc);
-            int allowed = d2 >= rule->min_d2 && d2 <= rule->max_d2 && !mobs[cell] && rule->blocks[map[cell]];
-            allowed_bits[cell >> 4] |= (uint16_t)(allowed << (cell & 15));
-            count += allowed;
+        int dr2 = (r - pr) * (r - pr);
+        if (dr2 > rule->max_d2) continue;
+        // Only the row's columns inside the ring min_d2 <= d2 <= max_d2 are scanned: |dc| up to
+        // outer, and, when the inner disc reaches this row, not up to inner.
+        int outer = isqrt_floor(rule->max_d2 - dr2);
+        int inner = rule->min_d2 - 1 - dr2 >= 0 ? isqrt_floor(rule->min_d2 - 1 - dr2) : -1;
+        // A map row is exactly three blocks of 16 cells: collect the row's bits in a register
+        // rather than read-modify-writing allowed_bits per cell (a store-to-load chain).
+        uint64_t row_bits = 0;
+        const uint8_t* map_row = map + r * MAP_SIZE;
+        const uint8_t* mob_row = mobs + r * MAP_SIZE;
+        for (int side = 0; side < 2; side++) {
+            // side 0: columns pc - outer .. pc - inner - 1; side 1: pc + inner + 1 .. pc + outer
+            // (one segment pc - outer .. pc + outer when inner < 0, split at pc).
+            int first = side ? pc + inner + 1 : pc - outer, last = side ? pc + outer : pc - inner - 1;
+            if (inner < 0 && side == 0) last = pc - 1;
+            if (inner < 0 && side == 1) first = pc;
+            first = imax(first, 0);
+            last = imin(last, MAP_SIZE - 1);
+            for (int c = first; c <= last; c++) {
+                uint64_t allowed = (uint64_t)(mob_row[c] == 0) & (block_set >> map_row[c]);
+                row_bits |= allowed << c;
+            }
         }
+        allowed_bits[r * 3 + 0] = (uint16_t)row_bits;
+        allowed_bits[r * 3 + 1] = (uint16_t)(row_bits >> 16);
+        allowed_bits[r * 3 + 2] = (uint16_t)(row_bits >> 32);
+        count += popcount32((uint32_t)row_bits) + popcount32((uint32_t)(row_bits >> 32));
     }
     if (count == 0) return -1;
     float w = 1.0f / (float)count;

@@ -64,6 +64,22 @@ CRAFTAX_FN int view_cell_index(const GameState* s, int r, int c) {
     return wr * MAP_SIZE + wc;
 }
 
+// Prefetches the map, item and light rows under the view (see CRAFTAX_PREFETCH).
+CRAFTAX_FN void prefetch_view(const GameState* s) {
+    int l = s->player_level;
+    int first_col = iclamp(s->player_position[1] - OBS_COLS / 2, 0, MAP_SIZE - 1);
+    int last_col = iclamp(s->player_position[1] + OBS_COLS / 2, 0, MAP_SIZE - 1);
+    for (int r = 0; r < OBS_ROWS; r++) {
+        int wr = iclamp(s->player_position[0] - OBS_ROWS / 2 + r, 0, MAP_SIZE - 1);
+        CRAFTAX_PREFETCH(&s->light_map[l][wr][first_col]);
+        CRAFTAX_PREFETCH(&s->light_map[l][wr][last_col]);
+        CRAFTAX_PREFETCH(&s->map[l][wr][first_col]);
+        CRAFTAX_PREFETCH(&s->map[l][wr][last_col]);
+        CRAFTAX_PREFETCH(&s->item_map[l][wr][first_col]);
+        CRAFTAX_PREFETCH(&s->item_map[l][wr][last_col]);
+    }
+}
+
 CRAFTAX_FN int is_boss_vulnerable(const GameState* s) {
     int l = s->player_level;
     int melee = 0, ranged = 0;

@@ -12,7 +12,7 @@ typedef struct {
     uint32_t w[2];
 } Key;
 
-CRAFTAX_FN uint32_t rotl32(uint32_t x, int d) { return (x << d) | (x >> (32 - d)); }
+CRAFTAX_HOT_FN uint32_t rotl32(uint32_t x, int d) { return (x << d) | (x >> (32 - d)); }
 
 // Threefry-2x32 with 20 rounds, as jax's _threefry2x32_lowering (unrolled: it is most of the
 // step's cost).
@@ -23,8 +23,8 @@ CRAFTAX_FN uint32_t rotl32(uint32_t x, int d) { return (x << d) | (x >> (32 - d)
 #define THREEFRY_EVEN_ROUNDS THREEFRY_ROUND(13) THREEFRY_ROUND(15) THREEFRY_ROUND(26) THREEFRY_ROUND(6)
 #define THREEFRY_ODD_ROUNDS THREEFRY_ROUND(17) THREEFRY_ROUND(29) THREEFRY_ROUND(16) THREEFRY_ROUND(24)
 
-CRAFTAX_FN void threefry2x32(uint32_t k0, uint32_t k1, uint32_t x0, uint32_t x1, uint32_t* out0,
-                             uint32_t* out1) {
+CRAFTAX_HOT_FN void threefry2x32(uint32_t k0, uint32_t k1, uint32_t x0, uint32_t x1, uint32_t* out0,
+                                 uint32_t* out1) {
     uint32_t k2 = k0 ^ k1 ^ 0x1BD11BDAu;
     x0 += k0;
     x1 += k1;
@@ -57,14 +57,14 @@ CRAFTAX_FN Key key_from_seed(uint64_t seed) {
 }
 
 // The i-th key of jax.random.split(key, n) (independent of n).
-CRAFTAX_FN Key key_split_at(Key key, uint32_t i) {
+CRAFTAX_HOT_FN Key key_split_at(Key key, uint32_t i) {
     Key out;
     threefry2x32(key.w[0], key.w[1], 0u, i, &out.w[0], &out.w[1]);
     return out;
 }
 
 // rng, sub = jax.random.split(rng): the common two-way split, in place.
-CRAFTAX_FN Key key_split2(Key* rng) {
+CRAFTAX_HOT_FN Key key_split2(Key* rng) {
     Key sub = key_split_at(*rng, 1);
     *rng = key_split_at(*rng, 0);
     return sub;
@@ -72,37 +72,37 @@ CRAFTAX_FN Key key_split2(Key* rng) {
 
 // The chain half of rng, sub = jax.random.split(rng) alone, for callers that derive the sub-key
 // (key_split_at(parent, 1)) only when they use it: `Key parent = key_advance(&rng);`.
-CRAFTAX_FN Key key_advance(Key* rng) {
+CRAFTAX_HOT_FN Key key_advance(Key* rng) {
     Key parent = *rng;
     *rng = key_split_at(*rng, 0);
     return parent;
 }
 
-CRAFTAX_FN Key key_sub(Key parent) { return key_split_at(parent, 1); }
+CRAFTAX_HOT_FN Key key_sub(Key parent) { return key_split_at(parent, 1); }
 
 // jax.random.fold_in(key, data).
-CRAFTAX_FN Key key_fold_in(Key key, uint32_t data) { return key_split_at(key, data); }
+CRAFTAX_HOT_FN Key key_fold_in(Key key, uint32_t data) { return key_split_at(key, data); }
 
 // Element i of jax.random.bits(key, shape) for 32-bit output.
-CRAFTAX_FN uint32_t random_bits_at(Key key, uint32_t i) {
+CRAFTAX_HOT_FN uint32_t random_bits_at(Key key, uint32_t i) {
     uint32_t a, b;
     threefry2x32(key.w[0], key.w[1], 0u, i, &a, &b);
     return a ^ b;
 }
 
 // Element i of jax.random.uniform(key, shape) in [0, 1): 23 random mantissa bits.
-CRAFTAX_FN float uniform_at(Key key, uint32_t i) {
+CRAFTAX_HOT_FN float uniform_at(Key key, uint32_t i) {
     uint32_t bits = (random_bits_at(key, i) >> 9) | 0x3F800000u;
     float f;
     memcpy(&f, &bits, sizeof(f));
     return f - 1.0f;
 }
 
-CRAFTAX_FN float uniform(Key key) { return uniform_at(key, 0); }
+CRAFTAX_HOT_FN float uniform(Key key) { return uniform_at(key, 0); }
 
 // Element i of jax.random.randint(key, shape, minval, maxval) (int32): two words of random bits
 // reduced modulo the span with jax's multiplier trick, in uint32 arithmetic.
-CRAFTAX_FN int32_t randint_at(Key key, uint32_t i, int32_t minval, int32_t maxval) {
+CRAFTAX_HOT_FN int32_t randint_at(Key key, uint32_t i, int32_t minval, int32_t maxval) {
     uint32_t span = maxval <= minval ? 1u : (uint32_t)(maxval - minval);
     uint32_t multiplier = 65536u % span;
     multiplier = (multiplier * multiplier) % span;

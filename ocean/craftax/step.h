@@ -30,6 +30,7 @@ CRAFTAX_FN float craftax_step(Key rng, GameState* s, int action) {
 
     // Each subsystem's key is split(rng)[1] in turn; sub-keys are derived only when used.
     change_floor(s, action);
+    prefetch_mob_surroundings(s);
     do_crafting(s, action);
     Key parent = key_advance(&rng);
     if (action == ACTION_DO) do_action(key_sub(parent), s);
@@ -46,6 +47,8 @@ CRAFTAX_FN float craftax_step(Key rng, GameState* s, int action) {
     boss_logic(s);
     level_up_attributes(s, action);
     move_player(s, action);
+    // The player's place is final: the view's rows load while the mobs move.
+    prefetch_view(s);
     parent = key_advance(&rng);
     update_mobs(key_sub(parent), s);
     parent = key_advance(&rng);

@@ -3,9 +3,10 @@
 ``ocean.make("puffer_squared", num_envs=4096, size=11)`` builds one; ``ocean.ENVS`` lists them.
 """
 
-import difflib
 import importlib
 import os
+
+from pufferlib.exceptions import did_you_mean
 
 # The C vecenv's OpenMP threads sleep instead of spinning while they wait for work: spinning
 # threads starve the trainer and other processes when the cores are shared, and cost throughput
@@ -29,8 +30,7 @@ def env_class(name):
     """The class registered under ``name`` (``puffer_squared`` or just ``squared``)."""
     key = name if name.startswith("puffer_") else f"puffer_{name}"
     if key not in ENV_MODULES:
-        close = difflib.get_close_matches(key, ENV_MODULES, n=1)
-        hint = f" Did you mean {close[0]}?" if close else ""
+        hint = did_you_mean(key, ENV_MODULES)
         raise ValueError(f"Unknown Ocean env {name!r}. Valid names: {', '.join(sorted(ENV_MODULES))}.{hint}")
     module, attribute = ENV_MODULES[key]
     return getattr(importlib.import_module(module), attribute)

@@ -22,7 +22,6 @@ import argparse
 import ast
 import configparser
 import contextlib
-import difflib
 import functools
 import importlib
 import inspect
@@ -42,7 +41,7 @@ import torch
 
 import pufferlib
 import pufferlib.models
-from pufferlib.exceptions import APIUsageError
+from pufferlib.exceptions import APIUsageError, did_you_mean
 from pufferlib.pytorch import linear_scan, sample_logits
 
 CONFIG_DIR = Path(__file__).resolve().parent / "config"
@@ -112,8 +111,7 @@ def load_config(env_name):
     config = read_ini(CONFIG_DIR / "default.ini")
     files = env_config_files()
     if env_name not in files:
-        close = difflib.get_close_matches(env_name, files, n=1)
-        hint = f" Did you mean {close[0]}?" if close else ""
+        hint = did_you_mean(env_name, files)
         raise ConfigError(
             f"No config for env {env_name!r} in {CONFIG_DIR}.{hint} Known envs: {', '.join(sorted(files))}"
         )
@@ -170,15 +168,13 @@ def apply_flags(config, argv, extra_flags=()):
     while i < len(argv):
         token = argv[i]
         if not token.startswith("--") or "." not in token.split("=")[0]:
-            close = difflib.get_close_matches(token.split("=")[0], valid + list(extra_flags), n=1, cutoff=0.5)
-            hint = f" Did you mean {close[0]}?" if close else ""
+            hint = did_you_mean(token.split("=")[0], valid + list(extra_flags), cutoff=0.5)
             raise ConfigError(f"Unknown argument {token!r}.{hint} Flags look like --train.learning-rate 0.01")
         flag, equals, text = token.partition("=")
         section, _, key = flag[2:].partition(".")
         key = key.replace("-", "_")
         if section not in config or key not in config[section]:
-            close = difflib.get_close_matches(flag.replace("_", "-"), valid + list(extra_flags), n=1, cutoff=0.5)
-            hint = f" Did you mean {close[0]}?" if close else " Run with --help to list every flag."
+            hint = did_you_mean(flag.replace("_", "-"), valid + list(extra_flags), cutoff=0.5, otherwise=" Run with --help to list every flag.")
             raise ConfigError(f"Unknown flag {flag}.{hint}")
         default = config[section][key]
         if not equals:
@@ -1371,8 +1367,8 @@ def main(argv=None):
             plot(args.runs, args.metric, args.output, args.data_dir)
             return 0
         if command not in ("train", "eval", "bench"):
-            close = difflib.get_close_matches(command, ["train", "eval", "bench", "list", "plot", "tank"], n=1)
-            print(f"Unknown command {command!r}." + (f" Did you mean {close[0]}?" if close else "") + "\n\n" + USAGE, file=sys.stderr)
+            hint = did_you_mean(command, ["train", "eval", "bench", "list", "plot", "tank"])
+            print(f"Unknown command {command!r}.{hint}\n\n" + USAGE, file=sys.stderr)
             return 2
         if not rest or rest[0].startswith("-"):
             print(f"usage: puffer {command} ENV [--section.key value ...]; envs: puffer list", file=sys.stderr)

@@ -5,13 +5,13 @@ Frames are max-pooled over the skipped frames, converted to 84x84 grayscale and 
 ale-py ROM ids such as ``breakout``, ``pong`` or ``space_invaders``.
 """
 
-import difflib
 import functools
 
 import gymnasium
 
 from pufferlib.emulation import GymnasiumPufferEnv
 from pufferlib.environments.wrappers import EpisodeStats
+from pufferlib.exceptions import did_you_mean
 
 
 def game_id(name):
@@ -20,8 +20,7 @@ def game_id(name):
 
     roms = ale_py.roms.get_all_rom_ids()
     if name not in roms:
-        close = difflib.get_close_matches(name, roms, n=1)
-        hint = f" Did you mean {close[0]}?" if close else ""
+        hint = did_you_mean(name, roms)
         raise ValueError(f"Unknown Atari game {name!r}; valid names are ale-py ROM ids such as breakout, pong.{hint}")
     gymnasium.register_envs(ale_py)
     return "ALE/" + "".join(part.capitalize() for part in name.split("_")) + "-v5"

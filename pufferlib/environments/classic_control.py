@@ -1,20 +1,19 @@
 """Gymnasium classic control: CartPole, Acrobot, MountainCar and Pendulum."""
 
-import difflib
 import functools
 
 import gymnasium
 
 from pufferlib.emulation import GymnasiumPufferEnv
 from pufferlib.environments.wrappers import EpisodeStats
+from pufferlib.exceptions import did_you_mean
 
 NAMES = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Pendulum-v1")
 
 
 def check_name(name):
     if name not in NAMES:
-        close = difflib.get_close_matches(name, NAMES, n=1, cutoff=0.4)
-        hint = f" Did you mean {close[0]}?" if close else ""
+        hint = did_you_mean(name, NAMES, cutoff=0.4)
         raise ValueError(f"Unknown classic control env {name!r}. Valid names: {', '.join(NAMES)}.{hint}")
 
 

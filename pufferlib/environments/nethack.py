@@ -6,13 +6,13 @@ keys leave out ``screen_descriptions`` (21x79x80 bytes, over 80% of the full obs
 vectorization cheap; pass ``observation_keys`` to choose others.
 """
 
-import difflib
 import functools
 
 import gymnasium
 
 from pufferlib.emulation import GymnasiumPufferEnv
 from pufferlib.environments.wrappers import EpisodeStats
+from pufferlib.exceptions import did_you_mean
 
 TASKS = {
     "score": "NetHackScore-v0",
@@ -47,8 +47,7 @@ def task_id(name):
     if name in TASKS.values():
         return name
     if name not in TASKS:
-        close = difflib.get_close_matches(name, TASKS, n=1)
-        hint = f" Did you mean {close[0]}?" if close else ""
+        hint = did_you_mean(name, TASKS)
         raise ValueError(f"Unknown NetHack task {name!r}. Valid names: {', '.join(TASKS)}.{hint}")
     return TASKS[name]
 

@@ -7,11 +7,11 @@ every agent sends an action each step and only the agent to move acts (its obser
 ``action_mask`` is the only non-zero one).
 """
 
-import difflib
 import functools
 
 from pufferlib.emulation import PettingZooPufferEnv
 from pufferlib.environments.wrappers import ParallelEpisodeStats
+from pufferlib.exceptions import did_you_mean
 
 FAMILIES = ("butterfly", "classic")
 
@@ -36,8 +36,7 @@ def registry_id(name):
     if name in ids.values():
         return name
     if name not in ids:
-        close = difflib.get_close_matches(name, ids, n=1)
-        hint = f" Did you mean {close[0]}?" if close else ""
+        hint = did_you_mean(name, ids)
         raise ValueError(f"Unknown PettingZoo env {name!r}. Valid names: {', '.join(sorted(ids))}.{hint}")
     return ids[name]
 

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -202,8 +203,9 @@ def test_three_stages_build_and_are_tagged(built, docker_client):
 
 def test_source_only_change_rebuilds_only_the_last_layers(built, checkout, docker_client):
     envs_before = docker_client.images.get(f"{PREFIX}/envs:latest").id
+    # Unique each run: a daemon that keeps its build cache between runs must still see a new file.
     with open(checkout / "ocean" / "squared" / "squared.h", "a") as header:
-        header.write("\n/* a source-only change */\n")
+        header.write(f"\n/* a source-only change {uuid.uuid4().hex} */\n")
     start = time.monotonic()
     result = tank("--repo", str(checkout), "build", "--base-image", ROOTFS, timeout=1200)
     seconds = time.monotonic() - start

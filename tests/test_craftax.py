@@ -169,7 +169,9 @@ def test_game_headers_compile_as_cpp(tmp_path):
     source.write_text(
         '#include "step.h"\n#include "state_view.h"\n'
         "float step_once(GameState* s, float* obs) {\n"
-        "    float reward = craftax_step(key_from_seed(1), s, ACTION_DO);\n"
+        "    StepDraws draws;\n"
+        "    draw_step(key_from_seed(1), &draws);\n"
+        "    float reward = craftax_step(&draws, s, ACTION_DO);\n"
         "    write_observation(s, obs, 1);\n"
         "    return reward;\n"
         "}\n"
@@ -196,7 +198,9 @@ def test_headers_compile_with_nvcc(tmp_path):
         "}\n"
         "__global__ void step_kernel(GameState* states, const int* actions, float* rewards, float* obs) {\n"
         "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-        "    rewards[i] = craftax_step(key_from_seed((uint64_t)i), &states[i], actions[i]);\n"
+        "    StepDraws draws;\n"
+        "    draw_step(key_from_seed((uint64_t)i), &draws);\n"
+        "    rewards[i] = craftax_step(&draws, &states[i], actions[i]);\n"
         "    write_observation(&states[i], obs + (size_t)i * OBS_SIZE, 1);\n"
         "}\n"
     )

@@ -32,7 +32,6 @@ cdef extern from "worldgen.h":
     void c_generate_world "generate_world"(Key rng, GameState* state, WorldgenScratch* scratch)
 
 cdef extern from "step.h":
-    float c_craftax_step "craftax_step"(Key rng, GameState* s, int action)
     int c_craftax_env_step "craftax_env_step"(Key key, GameState* s, int action, float* reward, WorldgenScratch* scratch)
 
 cdef extern from "observation.h":

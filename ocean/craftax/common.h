@@ -28,6 +28,17 @@
 #define CRAFTAX_TABLE(type, name, size, ...) static const type name##_host[size] = __VA_ARGS__;
 #endif
 
+// The batch draws of draws.h are compiled for several x86 vector extensions, the best one the
+// CPU has picked at load time (GCC function multiversioning), so a portable build still hashes
+// with AVX2 or AVX-512. The extensions only change speed: the hashes are integer arithmetic.
+#if defined(__CUDACC__)
+#define CRAFTAX_LANES_FN CRAFTAX_FN
+#elif defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CRAFTAX_LANES_FN static __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define CRAFTAX_LANES_FN static
+#endif
+
 // A hint to load the cache line holding *p; no effect on results. With ~145 KB of state per env
 // and a thousand envs, most of a step's map reads miss the cache: the step prefetches the cells it
 // will read (the view, the cells around each mob) early, so the misses overlap its hashing.

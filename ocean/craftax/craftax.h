@@ -109,6 +109,9 @@ typedef struct {
     const GameState* reset_pool;  // shared by every env, read-only
     GameState* state;
     Key key;        // the env's key chain
+    StepDraws draws;  // the next step's random numbers, drawn by c_prepare
+    Key next_key;     // the key chain after the next step
+    Key step_reset_key;  // the next step's reset key, used if it ends the episode
     Key reset_key;  // the next reset's key, left by the step that ended an episode
     int has_reset_key;
     int deepest_floor;
@@ -166,11 +169,32 @@ static void log_episode(Craftax* env) {
     env->log.died += s->player_health <= 0.0f ? 1.0f : 0.0f;
 }
 
+// The vecenv prepares envs in batches of KEY_LANES before stepping them: their step keys
+// split side by side, one SIMD lane per env, and every draw of their steps made (draws.h).
+#define VEC_PREPARE_BATCH KEY_LANES
+
+// Each step splits (rng, step_key) = split(rng); the auto-resetting env steps with
+// split(step_key)[0] and would reset with split(step_key)[1].
+static void c_prepare(Craftax* envs, int count) {
+    KeyLanes chain, step_key, next, reset, step_rng;
+    for (int l = 0; l < KEY_LANES; l++) set_lane_key(&chain, l, envs[l < count ? l : 0].key);
+    lanes_split_at(&chain, 1, &step_key);
+    lanes_split_at(&chain, 0, &next);
+    lanes_split_at(&step_key, 1, &reset);
+    lanes_split_at(&step_key, 0, &step_rng);
+    StepDraws draws[KEY_LANES];
+    draw_step_lanes(&step_rng, draws);
+    for (int l = 0; l < count; l++) {
+        envs[l].draws = draws[l];
+        envs[l].next_key = lane_key(&next, l);
+        envs[l].step_reset_key = lane_key(&reset, l);
+    }
+}
+
 static int c_step(Craftax* env) {
-    Key step_key = key_split2(&env->key);
     GameState* s = env->state;
-    // The auto-resetting env steps with the first half of the step key.
-    env->rewards[0] = craftax_step(key_split_at(step_key, 0), s, env->actions[0]);
+    env->key = env->next_key;
+    env->rewards[0] = craftax_step(&env->draws, s, env->actions[0]);
     if (s->player_level > env->deepest_floor) env->deepest_floor = s->player_level;
     int died_or_won = s->player_health <= 0.0f || has_beaten_boss(s);
     int out_of_time = s->timestep >= MAX_TIMESTEPS;
@@ -178,7 +202,7 @@ static int c_step(Craftax* env) {
     env->truncations[0] = (unsigned char)(out_of_time && !died_or_won);
     if (died_or_won || out_of_time) {
         log_episode(env);
-        env->reset_key = key_split_at(step_key, 1);
+        env->reset_key = env->step_reset_key;
         env->has_reset_key = 1;
         return 1;
     }

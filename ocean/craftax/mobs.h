@@ -1,25 +1,26 @@
 // Mobs, as update_mobs and spawn_mobs in craftax/craftax/game_logic.py: melee mobs chase and
 // hit, passive mobs wander, ranged mobs keep their distance and shoot, projectiles fly and hit,
-// and new mobs spawn around the player. Keys are consumed as in the reference's scans.
+// and new mobs spawn around the player. Their random numbers were drawn before the step (draws.h).
 //
 // As in the reference, mobs that are not alive still move (their positions are part of the
 // state and can clear observation channels), and dead projectiles keep flying off the map.
 #pragma once
 #include "combat.h"
+#include "draws.h"
 #include "observation.h"
 
 CRAFTAX_FN int sign(int x) { return (x > 0) - (x < 0); }
 CRAFTAX_FN int iabs(int x) { return x < 0 ? -x : x; }
 
 // A mob's move towards the player along one axis, chosen at random among the axes of largest
-// distance (jax.random.choice over p = is_max / total distance).
-CRAFTAX_FN void step_towards_player(Key key, const GameState* s, const int32_t* position, int* dr, int* dc) {
+// distance (jax.random.choice over p = is_max / total distance, given the choice's uniform draw).
+CRAFTAX_FN void step_towards_player(float axis_roll, const GameState* s, const int32_t* position, int* dr, int* dc) {
     int d0 = s->player_position[0] - position[0], d1 = s->player_position[1] - position[1];
     int a0 = iabs(d0), a1 = iabs(d1);
     int largest = a0 > a1 ? a0 : a1;
     float total = (float)(a0 + a1);
     float weights[2] = {(float)(a0 == largest) / total, (float)(a1 == largest) / total};
-    int axis = choice_small(key, weights, 2);
+    int axis = choice_small_by(axis_roll, weights, 2);
     *dr = axis == 0 ? sign(d0) : 0;
     *dc = axis == 1 ? sign(d1) : 0;
 }
@@ -38,25 +39,21 @@ CRAFTAX_FN int manhattan_to_player(const GameState* s, const int32_t* position) 
     return iabs(position[0] - s->player_position[0]) + iabs(position[1] - s->player_position[1]);
 }
 
-CRAFTAX_FN void move_melee_mob(Key* rng, GameState* s, int m) {
+CRAFTAX_FN void move_melee_mob(const MeleeMobDraws* draws, GameState* s, int m) {
     int l = s->player_level;
     int32_t* position = s->melee_mobs.position[l][m];
     int type = s->melee_mobs.type_id[l][m];
     int alive = s->melee_mobs.mask[l][m];
-    // Keys of the random move, the chase axis and the chase draw; each drawn only if used.
-    Key random_parent = key_advance(rng);
-    Key axis_parent = key_advance(rng);
-    Key chase_parent = key_advance(rng);
     int distance = manhattan_to_player(s, position);
-    int chasing = (distance < 10 || is_fighting_boss(s)) && uniform(key_sub(chase_parent)) < 0.75f;
+    int chasing = (distance < 10 || is_fighting_boss(s)) && draws->chase_roll < 0.75f;
     int proposed[2];
     if (chasing) {
         int towards_r, towards_c;
-        step_towards_player(key_sub(axis_parent), s, position, &towards_r, &towards_c);
+        step_towards_player(draws->axis_roll, s, position, &towards_r, &towards_c);
         proposed[0] = position[0] + towards_r;
         proposed[1] = position[1] + towards_c;
     } else {
-        int random_direction = 1 + randint_at(key_sub(random_parent), 0, 0, 4);
+        int random_direction = draws->random_direction;
         proposed[0] = position[0] + direction_row(random_direction);
         proposed[1] = position[1] + direction_col(random_direction);
     }
@@ -80,7 +77,6 @@ CRAFTAX_FN void move_melee_mob(Key* rng, GameState* s, int m) {
         next[1] = proposed[1];
     }
     int stays = distance < MOB_DESPAWN_DISTANCE || is_fighting_boss(s);
-    *rng = key_split_at(*rng, 1);
     int still_alive = alive && stays;
     move_on_mob_map(s, position, alive, next, still_alive);
     position[0] = next[0];
@@ -88,13 +84,13 @@ CRAFTAX_FN void move_melee_mob(Key* rng, GameState* s, int m) {
     s->melee_mobs.mask[l][m] = (uint8_t)still_alive;
 }
 
-CRAFTAX_FN void move_passive_mob(Key* rng, GameState* s, int m) {
+CRAFTAX_FN void move_passive_mob(const PassiveMobDraws* draws, GameState* s, int m) {
     int l = s->player_level;
     int32_t* position = s->passive_mobs.position[l][m];
     int type = s->passive_mobs.type_id[l][m];
     int alive = s->passive_mobs.mask[l][m];
     // Eight choices, the last four of which stand still.
-    int direction = 1 + randint_at(key_sub(key_advance(rng)), 0, 0, 8);
+    int direction = draws->direction;
     int next[2] = {position[0], position[1]};
     int r = position[0] + direction_row(direction), c = position[1] + direction_col(direction);
     if (is_free_for(s, r, c, &TABLE(MOB_COLLISION)[COLLISION_INDEX(type, MOB_PASSIVE)])) {
@@ -108,18 +104,16 @@ CRAFTAX_FN void move_passive_mob(Key* rng, GameState* s, int m) {
     s->passive_mobs.mask[l][m] = (uint8_t)still_alive;
 }
 
-CRAFTAX_FN void move_ranged_mob(Key* rng, GameState* s, int m) {
+CRAFTAX_FN void move_ranged_mob(const RangedMobDraws* draws, GameState* s, int m) {
     int l = s->player_level;
     int32_t* position = s->ranged_mobs.position[l][m];
     int type = s->ranged_mobs.type_id[l][m];
     int alive = s->ranged_mobs.mask[l][m];
     const uint8_t* collision = &TABLE(MOB_COLLISION)[COLLISION_INDEX(type, MOB_RANGED)];
-    Key k = key_split2(rng);
-    int random_direction = 1 + randint_at(k, 0, 0, 4);
+    int random_direction = draws->random_direction;
     int random_proposed[2] = {position[0] + direction_row(random_direction), position[1] + direction_col(random_direction)};
-    k = key_split2(rng);
     int towards_r, towards_c;
-    step_towards_player(k, s, position, &towards_r, &towards_c);
+    step_towards_player(draws->axis_roll, s, position, &towards_r, &towards_c);
     int distance = manhattan_to_player(s, position);
     int too_close = distance <= 3;
     int proposed[2] = {random_proposed[0], random_proposed[1]};
@@ -131,8 +125,7 @@ CRAFTAX_FN void move_ranged_mob(Key* rng, GameState* s, int m) {
         proposed[0] = position[0] - towards_r;
         proposed[1] = position[1] - towards_c;
     }
-    k = key_split2(rng);
-    if (!(uniform(k) > 0.85f)) {
+    if (!(draws->keep_roll > 0.85f)) {
         proposed[0] = random_proposed[0];
         proposed[1] = random_proposed[1];
     }
@@ -246,14 +239,10 @@ CRAFTAX_FN void prefetch_mob_surroundings(const GameState* s) {
     prefetch_mob_surroundings_of(s, s->ranged_mobs.position[l], MAX_RANGED_MOBS);
 }
 
-CRAFTAX_FN void update_mobs(Key rng, GameState* s) {
-    // Each scan starts from split(rng)[0]; the sub-keys split off here are unused.
-    key_advance(&rng);
-    for (int m = 0; m < MAX_MELEE_MOBS; m++) move_melee_mob(&rng, s, m);
-    key_advance(&rng);
-    for (int m = 0; m < MAX_PASSIVE_MOBS; m++) move_passive_mob(&rng, s, m);
-    key_advance(&rng);
-    for (int m = 0; m < MAX_RANGED_MOBS; m++) move_ranged_mob(&rng, s, m);
+CRAFTAX_FN void update_mobs(const StepDraws* draws, GameState* s) {
+    for (int m = 0; m < MAX_MELEE_MOBS; m++) move_melee_mob(&draws->melee[m], s, m);
+    for (int m = 0; m < MAX_PASSIVE_MOBS; m++) move_passive_mob(&draws->passive[m], s, m);
+    for (int m = 0; m < MAX_RANGED_MOBS; m++) move_ranged_mob(&draws->ranged[m], s, m);
     for (int p = 0; p < MAX_MOB_PROJECTILES; p++) move_mob_projectile(s, p);
     for (int p = 0; p < MAX_PLAYER_PROJECTILES; p++) move_player_projectile(s, p);
 }
@@ -293,7 +282,7 @@ CRAFTAX_FN int isqrt_floor(int n) {
     return w;
 }
 
-CRAFTAX_FN int choose_spawn_cell(Key key, GameState* s, int area) {
+CRAFTAX_FN int choose_spawn_cell(float cell_roll, GameState* s, int area) {
     uint16_t allowed_bits[SPAWN_BLOCKS];  // bit j: cell 16 * block + j is allowed
     memset(allowed_bits, 0, sizeof(allowed_bits));
     const SpawnRule* rule = &TABLE(SPAWN_RULES)[area];
@@ -346,7 +335,7 @@ CRAFTAX_FN int choose_spawn_cell(Key key, GameState* s, int area) {
 #define PREFIX_AT(i)                                                                            \
     (running[popcount32(allowed_bits[(i) >> 4] & (uint16_t)((2u << ((i) & 15)) - 1))] + \
      ((i) >> 4 ? totals_prefix[((i) >> 4) - 1] : 0.0f))
-    float draw = PREFIX_AT(MAP_CELLS - 1) * (1.0f - uniform(key));
+    float draw = PREFIX_AT(MAP_CELLS - 1) * (1.0f - cell_roll);
     // searchsorted_left over the prefix sums (no NaN here: count > 0).
     int low = 0, high = MAP_CELLS;
     for (int level = 0; level < 12; level++) {
@@ -363,14 +352,14 @@ CRAFTAX_FN int choose_spawn_cell(Key key, GameState* s, int area) {
 
 // The spawn of one mob class: the chance was drawn already; the slot's type is set even when
 // nothing spawns (as in the reference, where it can retype a live mob on the boss floor).
-#define SPAWN_MOB(s, mobs, count, mob_class, type, spawning, position_parent, area)                           \
+#define SPAWN_MOB(s, mobs, count, mob_class, type, spawning, cell_roll, area)                                 \
     spawn_mob(s, (mobs).position[(s)->player_level], (mobs).health[(s)->player_level], (mobs).mask[(s)->player_level], \
-              (mobs).type_id[(s)->player_level], count, mob_class, type, spawning, position_parent, area)
+              (mobs).type_id[(s)->player_level], count, mob_class, type, spawning, cell_roll, area)
 
 CRAFTAX_FN void spawn_mob(GameState* s, int32_t (*position)[2], float* health, uint8_t* mask, uint8_t* type_id, int count,
-                          int mob_class, int type, int spawning, Key position_parent, int area) {
+                          int mob_class, int type, int spawning, float cell_roll, int area) {
     int slot = first_free_slot(mask, count);
-    int cell = spawning ? choose_spawn_cell(key_sub(position_parent), s, area) : -1;
+    int cell = spawning ? choose_spawn_cell(cell_roll, s, area) : -1;
     if (cell >= 0) {
         position[slot][0] = cell / MAP_SIZE;
         position[slot][1] = cell % MAP_SIZE;
@@ -382,7 +371,7 @@ CRAFTAX_FN void spawn_mob(GameState* s, int32_t (*position)[2], float* health, u
     if (map_cell >= 0 && mask[slot]) level_mobs(s)[map_cell] = 1;
 }
 
-CRAFTAX_FN void spawn_mobs(Key rng, GameState* s) {
+CRAFTAX_FN void spawn_mobs(const StepDraws* draws, GameState* s) {
     int l = s->player_level;
     int boss = is_fighting_boss(s);
     // Triple rate on floors not cleared yet; the boss floor spawns in waves.
@@ -391,30 +380,26 @@ CRAFTAX_FN void spawn_mobs(Key rng, GameState* s) {
     const float* chance = &TABLE(FLOOR_MOB_SPAWN_CHANCE)[l * 4];
     int boss_floor_types = iclamp(s->boss_progress, 0, NUM_LEVELS - 1) * 3;
 
-    // Per class: split for the spawn draw, split for the position (derived only when spawning).
-    Key parent = key_advance(&rng);
+    const SpawnDraws* passive = &draws->spawn[MOB_PASSIVE];
     int spawning = count_alive(s->passive_mobs.mask[l], MAX_PASSIVE_MOBS) < MAX_PASSIVE_MOBS && !boss &&
-                   uniform(key_sub(parent)) < chance[0];
-    parent = key_advance(&rng);
+                   passive->roll < chance[0];
     SPAWN_MOB(s, s->passive_mobs, MAX_PASSIVE_MOBS, MOB_PASSIVE, TABLE(FLOOR_MOB_TYPE)[l * 3 + MOB_PASSIVE], spawning,
-              parent, SPAWN_PASSIVE);
+              passive->cell_roll, SPAWN_PASSIVE);
 
     int melee_type = TABLE(FLOOR_MOB_TYPE)[(boss ? boss_floor_types : l * 3) + MOB_MELEE];
-    parent = key_advance(&rng);
+    const SpawnDraws* melee = &draws->spawn[MOB_MELEE];
     float darkness = 1.0f - s->light_level;
     float melee_chance = chance[1] + chance[3] * (darkness * darkness);
     spawning = count_alive(s->melee_mobs.mask[l], MAX_MELEE_MOBS) < MAX_MELEE_MOBS &&
-               uniform(key_sub(parent)) < melee_chance * (float)coefficient;
-    parent = key_advance(&rng);
-    SPAWN_MOB(s, s->melee_mobs, MAX_MELEE_MOBS, MOB_MELEE, melee_type, spawning, parent,
+               melee->roll < melee_chance * (float)coefficient;
+    SPAWN_MOB(s, s->melee_mobs, MAX_MELEE_MOBS, MOB_MELEE, melee_type, spawning, melee->cell_roll,
               boss ? SPAWN_BOSS_WAVE : SPAWN_MONSTER);
 
     int ranged_type = TABLE(FLOOR_MOB_TYPE)[(boss ? boss_floor_types : l * 3) + MOB_RANGED];
-    parent = key_advance(&rng);
+    const SpawnDraws* ranged = &draws->spawn[MOB_RANGED];
     spawning = count_alive(s->ranged_mobs.mask[l], MAX_RANGED_MOBS) < MAX_RANGED_MOBS &&
-               uniform(key_sub(parent)) < chance[2] * (float)coefficient;
-    parent = key_advance(&rng);
+               ranged->roll < chance[2] * (float)coefficient;
     // Deep things (ranged type 5) live in water.
     int area = boss ? SPAWN_BOSS_WAVE : (ranged_type == 5 ? SPAWN_MONSTER_IN_WATER : SPAWN_MONSTER);
-    SPAWN_MOB(s, s->ranged_mobs, MAX_RANGED_MOBS, MOB_RANGED, ranged_type, spawning, parent, area);
+    SPAWN_MOB(s, s->ranged_mobs, MAX_RANGED_MOBS, MOB_RANGED, ranged_type, spawning, ranged->cell_roll, area);
 }

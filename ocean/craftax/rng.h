@@ -12,37 +12,39 @@ typedef struct {
     uint32_t w[2];
 } Key;
 
-CRAFTAX_HOT_FN uint32_t rotl32(uint32_t x, int d) { return (x << d) | (x >> (32 - d)); }
-
-// Threefry-2x32 with 20 rounds, as jax's _threefry2x32_lowering (unrolled: it is most of the
-// step's cost).
+// Threefry-2x32 with 20 rounds, as jax's _threefry2x32_lowering, written once for one key
+// (uint32_t words) and for KEY_LANES keys at once (LaneWord vectors): the expressions are the same
+// elementwise. Unrolled: hashing is most of the step's cost.
+#define ROTL32(x, d) (((x) << (d)) | ((x) >> (32 - (d))))
 #define THREEFRY_ROUND(rotation) \
     x0 += x1;                    \
-    x1 = rotl32(x1, rotation);   \
+    x1 = ROTL32(x1, rotation);   \
     x1 ^= x0;
 #define THREEFRY_EVEN_ROUNDS THREEFRY_ROUND(13) THREEFRY_ROUND(15) THREEFRY_ROUND(26) THREEFRY_ROUND(6)
 #define THREEFRY_ODD_ROUNDS THREEFRY_ROUND(17) THREEFRY_ROUND(29) THREEFRY_ROUND(16) THREEFRY_ROUND(24)
+#define THREEFRY_BODY(k0, k1, k2, x0, x1) \
+    x0 += k0;                             \
+    x1 += k1;                             \
+    THREEFRY_EVEN_ROUNDS                  \
+    x0 += k1;                             \
+    x1 += k2 + 1u;                        \
+    THREEFRY_ODD_ROUNDS                   \
+    x0 += k2;                             \
+    x1 += k0 + 2u;                        \
+    THREEFRY_EVEN_ROUNDS                  \
+    x0 += k0;                             \
+    x1 += k1 + 3u;                        \
+    THREEFRY_ODD_ROUNDS                   \
+    x0 += k1;                             \
+    x1 += k2 + 4u;                        \
+    THREEFRY_EVEN_ROUNDS                  \
+    x0 += k2;                             \
+    x1 += k0 + 5u;
 
 CRAFTAX_HOT_FN void threefry2x32(uint32_t k0, uint32_t k1, uint32_t x0, uint32_t x1, uint32_t* out0,
                                  uint32_t* out1) {
     uint32_t k2 = k0 ^ k1 ^ 0x1BD11BDAu;
-    x0 += k0;
-    x1 += k1;
-    THREEFRY_EVEN_ROUNDS
-    x0 += k1;
-    x1 += k2 + 1u;
-    THREEFRY_ODD_ROUNDS
-    x0 += k2;
-    x1 += k0 + 2u;
-    THREEFRY_EVEN_ROUNDS
-    x0 += k0;
-    x1 += k1 + 3u;
-    THREEFRY_ODD_ROUNDS
-    x0 += k1;
-    x1 += k2 + 4u;
-    THREEFRY_EVEN_ROUNDS
-    x0 += k2;
-    x1 += k0 + 5u;
+    THREEFRY_BODY(k0, k1, k2, x0, x1)
     *out0 = x0;
     *out1 = x1;
 }
@@ -70,16 +72,6 @@ CRAFTAX_HOT_FN Key key_split2(Key* rng) {
     return sub;
 }
 
-// The chain half of rng, sub = jax.random.split(rng) alone, for callers that derive the sub-key
-// (key_split_at(parent, 1)) only when they use it: `Key parent = key_advance(&rng);`.
-CRAFTAX_HOT_FN Key key_advance(Key* rng) {
-    Key parent = *rng;
-    *rng = key_split_at(*rng, 0);
-    return parent;
-}
-
-CRAFTAX_HOT_FN Key key_sub(Key parent) { return key_split_at(parent, 1); }
-
 // jax.random.fold_in(key, data).
 CRAFTAX_HOT_FN Key key_fold_in(Key key, uint32_t data) { return key_split_at(key, data); }
 
@@ -90,13 +82,16 @@ CRAFTAX_HOT_FN uint32_t random_bits_at(Key key, uint32_t i) {
     return a ^ b;
 }
 
-// Element i of jax.random.uniform(key, shape) in [0, 1): 23 random mantissa bits.
-CRAFTAX_HOT_FN float uniform_at(Key key, uint32_t i) {
-    uint32_t bits = (random_bits_at(key, i) >> 9) | 0x3F800000u;
+// jax.random.uniform's float in [0, 1) from 32 random bits: 23 of them as the mantissa.
+CRAFTAX_HOT_FN float uniform_from_bits(uint32_t bits) {
+    uint32_t mantissa = (bits >> 9) | 0x3F800000u;
     float f;
-    memcpy(&f, &bits, sizeof(f));
+    memcpy(&f, &mantissa, sizeof(f));
     return f - 1.0f;
 }
+
+// Element i of jax.random.uniform(key, shape) in [0, 1).
+CRAFTAX_HOT_FN float uniform_at(Key key, uint32_t i) { return uniform_from_bits(random_bits_at(key, i)); }
 
 CRAFTAX_HOT_FN float uniform(Key key) { return uniform_at(key, 0); }
 
@@ -170,18 +165,25 @@ CRAFTAX_FN int searchsorted_left(const float* sorted, int n, float query) {
     return high;
 }
 
-// jax.random.choice(key, n, p=weights) for one draw, given the weights' prefix sums (xla_cumsum).
-CRAFTAX_FN int choice_cumulative(Key key, const float* cumulative, int n) {
-    float r = cumulative[n - 1] * (1.0f - uniform(key));
+// jax.random.choice(key, n, p=weights) for one draw, given the weights' prefix sums (xla_cumsum)
+// and the draw's uniform(key).
+CRAFTAX_FN int choice_cumulative_by(float uniform_draw, const float* cumulative, int n) {
+    float r = cumulative[n - 1] * (1.0f - uniform_draw);
     return searchsorted_left(cumulative, n, r);
 }
 
-// jax.random.choice(key, n, p=weights) for one draw over at most 16 weights.
-CRAFTAX_FN int choice_small(Key key, const float* weights, int n) {
+CRAFTAX_FN int choice_cumulative(Key key, const float* cumulative, int n) {
+    return choice_cumulative_by(uniform(key), cumulative, n);
+}
+
+// jax.random.choice(key, n, p=weights) for one draw over at most 16 weights, given uniform(key).
+CRAFTAX_FN int choice_small_by(float uniform_draw, const float* weights, int n) {
     float cumulative[16];
     xla_cumsum(weights, cumulative, n, 0);
-    return choice_cumulative(key, cumulative, n);
+    return choice_cumulative_by(uniform_draw, cumulative, n);
 }
+
+CRAFTAX_FN int choice_small(Key key, const float* weights, int n) { return choice_small_by(uniform(key), weights, n); }
 
 // jax.random.permutation(key, n) for n <= 16 (one sorting round, as jax uses for small n): a
 // stable sort of 0..n-1 by 32-bit random keys.
@@ -204,4 +206,69 @@ CRAFTAX_FN void permutation(Key key, int n, int32_t* out) {
         sort_keys[j + 1] = k;
         out[j + 1] = v;
     }
+}
+
+// KEY_LANES keys hashed side by side, one SIMD lane each (GCC vector extensions; a single lane
+// under nvcc, where each thread is one env). A step's keys form a chain within an env, so the
+// vecenv draws a batch of envs' random numbers at once (draws.h). Sixteen lanes are four SSE2,
+// two AVX2 or one AVX-512 register per word: enough independent hashes in flight to hide the
+// latency of each round.
+#ifdef __CUDACC__
+#define KEY_LANES 1
+typedef uint32_t LaneWord;
+#define LANE(v, l) (v)
+#else
+#define KEY_LANES 16
+typedef uint32_t LaneWord __attribute__((vector_size(4 * KEY_LANES)));
+#define LANE(v, l) ((v)[l])
+#endif
+
+typedef struct {
+    LaneWord w0, w1;
+} KeyLanes;
+
+CRAFTAX_HOT_FN Key lane_key(const KeyLanes* keys, int lane) {
+    Key key = {{LANE(keys->w0, lane), LANE(keys->w1, lane)}};
+    return key;
+}
+
+CRAFTAX_HOT_FN void set_lane_key(KeyLanes* keys, int lane, Key key) {
+    LANE(keys->w0, lane) = key.w[0];
+    LANE(keys->w1, lane) = key.w[1];
+}
+
+// key_split_at in every lane: *out = split(*key)[i] (out may be key).
+CRAFTAX_HOT_FN void lanes_split_at(const KeyLanes* key, uint32_t i, KeyLanes* out) {
+    LaneWord k0 = key->w0, k1 = key->w1;
+    LaneWord k2 = k0 ^ k1 ^ 0x1BD11BDAu;
+    LaneWord x0 = {0};
+    LaneWord x1 = x0 + i;
+    THREEFRY_BODY(k0, k1, k2, x0, x1)
+    out->w0 = x0;
+    out->w1 = x1;
+}
+
+// random_bits_at(key, 0) in every lane: the hash of split_at(key, 0), its words xored.
+CRAFTAX_HOT_FN void lanes_bits(const KeyLanes* key, LaneWord* out) {
+    KeyLanes hash;
+    lanes_split_at(key, 0, &hash);
+    *out = hash.w0 ^ hash.w1;
+}
+
+// randint_at(key, 0, minval, maxval) - minval in every lane.
+CRAFTAX_HOT_FN void lanes_randint_offset(const KeyLanes* key, int32_t minval, int32_t maxval, LaneWord* out) {
+    uint32_t span = maxval <= minval ? 1u : (uint32_t)(maxval - minval);
+    uint32_t multiplier = 65536u % span;
+    multiplier = (multiplier * multiplier) % span;
+    KeyLanes half;
+    LaneWord low, high;
+    lanes_split_at(key, 1, &half);
+    lanes_bits(&half, &low);
+    if (multiplier == 0) {
+        *out = low % span;
+        return;
+    }
+    lanes_split_at(key, 0, &half);
+    lanes_bits(&half, &high);
+    *out = ((high % span) * multiplier + low % span) % span;
 }

@@ -1,6 +1,7 @@
 // One environment step, as craftax_step in craftax/craftax/game_logic.py and step_env in
-// envs/craftax_symbolic_env.py: the subsystems in the reference's order, keys split where it
-// splits them, the reward (achievement weights plus 0.1 x change in health) and termination.
+// envs/craftax_symbolic_env.py: the subsystems in the reference's order, with the random numbers
+// drawn from the step's key before the step (draws.h), the reward (achievement weights plus
+// 0.1 x change in health) and termination.
 #pragma once
 #include "interaction.h"
 #include "mobs.h"
@@ -20,7 +21,7 @@ CRAFTAX_FN int is_game_over(const GameState* s) {
     return s->timestep >= MAX_TIMESTEPS || s->player_health <= 0.0f || has_beaten_boss(s);
 }
 
-CRAFTAX_FN float craftax_step(Key rng, GameState* s, int action) {
+CRAFTAX_FN float craftax_step(const StepDraws* draws, GameState* s, int action) {
     uint8_t initial_achievements[NUM_ACHIEVEMENTS];
     memcpy(initial_achievements, s->achievements, sizeof(initial_achievements));
     float initial_health = s->player_health;
@@ -28,31 +29,25 @@ CRAFTAX_FN float craftax_step(Key rng, GameState* s, int action) {
     // Sleeping and resting ignore the action.
     if (s->is_sleeping || s->is_resting) action = ACTION_NOOP;
 
-    // Each subsystem's key is split(rng)[1] in turn; sub-keys are derived only when used.
     change_floor(s, action);
     prefetch_mob_surroundings(s);
     do_crafting(s, action);
-    Key parent = key_advance(&rng);
-    if (action == ACTION_DO) do_action(key_sub(parent), s);
+    if (action == ACTION_DO) do_action(draws->do_key, s);
     place_block(s, action);
     shoot_arrow(s, action);
     cast_spell(s, action);
     drink_potion(s, action);
-    parent = key_advance(&rng);
-    if (action == ACTION_READ_BOOK) read_book(key_sub(parent), s, action);
-    parent = key_advance(&rng);
+    if (action == ACTION_READ_BOOK) read_book(draws->book_key, s, action);
     if (action == ACTION_ENCHANT_SWORD || action == ACTION_ENCHANT_ARMOUR || action == ACTION_ENCHANT_BOW) {
-        enchant(key_sub(parent), s, action);
+        enchant(draws->enchant_key, s, action);
     }
     boss_logic(s);
     level_up_attributes(s, action);
     move_player(s, action);
     // The player's place is final: the view's rows load while the mobs move.
     prefetch_view(s);
-    parent = key_advance(&rng);
-    update_mobs(key_sub(parent), s);
-    parent = key_advance(&rng);
-    spawn_mobs(key_sub(parent), s);
+    update_mobs(draws, s);
+    spawn_mobs(draws, s);
     update_plants(s);
     update_player_intrinsics(s, action);
     clip_inventory_and_intrinsics(s);
@@ -67,7 +62,7 @@ CRAFTAX_FN float craftax_step(Key rng, GameState* s, int action) {
 
     s->timestep += 1;
     s->light_level = light_level_at(s->timestep);
-    s->state_rng = key_sub(rng);
+    s->state_rng = draws->state_rng;
     return reward;
 }
 
@@ -75,7 +70,9 @@ CRAFTAX_FN float craftax_step(Key rng, GameState* s, int action) {
 // the halves of `key`; a finished episode continues from a world generated with the reset key.
 // Returns whether the episode ended; *reward is the reward of the finishing step.
 CRAFTAX_FN int craftax_env_step(Key key, GameState* s, int action, float* reward, WorldgenScratch* scratch) {
-    *reward = craftax_step(key_split_at(key, 0), s, action);
+    StepDraws draws;
+    draw_step(key_split_at(key, 0), &draws);
+    *reward = craftax_step(&draws, s, action);
     int done = is_game_over(s);
     if (done) generate_world(key_split_at(key_split_at(key, 1), 1), s, scratch);
     return done;

@@ -13,6 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import ocean
+from pufferlib.exceptions import APIUsageError
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
@@ -139,6 +142,28 @@ def test_compact_observation_holds_the_same_information(seed):
     compact = world.compact_observation()
     assert compact.dtype == np.uint8 and compact.shape == (996,)
     assert np.array_equal(decode_compact(compact).view(np.uint32), world.observation().view(np.uint32))
+
+
+def test_compact_policy_sees_the_full_observation():
+    torch = pytest.importorskip("torch")
+    from pufferlib.models import CraftaxCompact
+
+    full = ocean.make("puffer_craftax", num_envs=8, reset_pool_size=4)
+    compact = ocean.make("puffer_craftax_compact", num_envs=8, reset_pool_size=4)
+    policy = CraftaxCompact(compact, hidden_size=16)
+    full_obs, _ = full.reset(5)
+    compact_obs, _ = compact.reset(5)
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        expanded = policy.expand(torch.from_numpy(compact_obs))
+        assert torch.equal(expanded.view(torch.int32), torch.from_numpy(full_obs).view(torch.int32))
+        actions = rng.integers(0, 43, 8, dtype=np.int32)
+        full_obs = full.step(actions)[0]
+        compact_obs = compact.step(actions)[0]
+    logits, values, _ = policy.forward_eval(torch.from_numpy(compact_obs), ())
+    assert logits.shape == (8, 43) and values.shape == (8,)
+    with pytest.raises(APIUsageError, match="996 uint8"):
+        CraftaxCompact(full)
 
 
 @pytest.mark.parametrize("seed", [2, 3])
@@ -270,7 +295,6 @@ def test_ocean_env_follows_the_parity_key_flow():
 
 
 def test_ocean_env_logs_and_render():
-    import ocean
 
     env = ocean.make("puffer_craftax_compact", num_envs=8, reset_pool_size=4, log_interval=1)
     env.reset(1)

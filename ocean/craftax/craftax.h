@@ -115,8 +115,7 @@ typedef struct {
     StepDraws draws;  // the next step's random numbers, drawn by c_prepare
     Key next_key;     // the key chain after the next step
     Key step_reset_key;  // the next step's reset key, used if it ends the episode
-    Key reset_key;  // the next reset's key, left by the step that ended an episode
-    int has_reset_key;
+    int has_reset_key;   // the step that ended the episode left step_reset_key for c_reset
     int deepest_floor;
 } Craftax;
 
@@ -156,7 +155,7 @@ static void write_env_observation(Craftax* env, int in_step) {
 static void c_reset(Craftax* env) {
     Key reset_key;
     if (env->has_reset_key) {
-        reset_key = env->reset_key;
+        reset_key = env->step_reset_key;
         env->has_reset_key = 0;
     } else {
         Key root = key_from_seed(env->rng);
@@ -222,7 +221,6 @@ static int c_step(Craftax* env) {
     env->truncations[0] = (unsigned char)(out_of_time && !died_or_won);
     if (died_or_won || out_of_time) {
         log_episode(env);
-        env->reset_key = env->step_reset_key;
         env->has_reset_key = 1;
         return 1;
     }

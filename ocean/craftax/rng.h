@@ -97,10 +97,19 @@ CRAFTAX_HOT_FN float uniform(Key key) { return uniform_at(key, 0); }
 
 // Element i of jax.random.randint(key, shape, minval, maxval) (int32): two words of random bits
 // reduced modulo the span with jax's multiplier trick, in uint32 arithmetic.
-CRAFTAX_HOT_FN int32_t randint_at(Key key, uint32_t i, int32_t minval, int32_t maxval) {
-    uint32_t span = maxval <= minval ? 1u : (uint32_t)(maxval - minval);
+// randint's span and the multiplier of its high word: 2^32 mod span.
+CRAFTAX_HOT_FN uint32_t randint_span(int32_t minval, int32_t maxval) {
+    return maxval <= minval ? 1u : (uint32_t)(maxval - minval);
+}
+
+CRAFTAX_HOT_FN uint32_t randint_multiplier(uint32_t span) {
     uint32_t multiplier = 65536u % span;
-    multiplier = (multiplier * multiplier) % span;
+    return (multiplier * multiplier) % span;
+}
+
+CRAFTAX_HOT_FN int32_t randint_at(Key key, uint32_t i, int32_t minval, int32_t maxval) {
+    uint32_t span = randint_span(minval, maxval);
+    uint32_t multiplier = randint_multiplier(span);
     uint32_t low = random_bits_at(key_split_at(key, 1), i);
     // For spans dividing 2^16 (powers of two) the high word's term vanishes: skip its hashes.
     if (multiplier == 0) return minval + (int32_t)(low % span);
@@ -257,9 +266,8 @@ CRAFTAX_HOT_FN void lanes_bits(const KeyLanes* key, LaneWord* out) {
 
 // randint_at(key, 0, minval, maxval) - minval in every lane.
 CRAFTAX_HOT_FN void lanes_randint_offset(const KeyLanes* key, int32_t minval, int32_t maxval, LaneWord* out) {
-    uint32_t span = maxval <= minval ? 1u : (uint32_t)(maxval - minval);
-    uint32_t multiplier = 65536u % span;
-    multiplier = (multiplier * multiplier) % span;
+    uint32_t span = randint_span(minval, maxval);
+    uint32_t multiplier = randint_multiplier(span);
     KeyLanes half;
     LaneWord low, high;
     lanes_split_at(key, 1, &half);

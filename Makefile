@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup build train test bench lint clean
+.PHONY: setup build train test test-fast bench lint clean
 
 setup: $(STAMP)
 
@@ -30,6 +30,11 @@ train: build
 
 test: build
 	$(BIN)/python -m pytest -q -rs
+
+# The inner loop: everything but learning runs, image builds, Ray clusters, the JAX reference
+# and GPU tests (tests/conftest.py lists the markers).
+test-fast: build
+	$(BIN)/python -m pytest -q -rs -m "not slow and not docker and not ray and not reference and not gpu"
 
 bench: build
 	$(BIN)/python scripts/bench_ocean.py

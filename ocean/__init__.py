@@ -1,6 +1,9 @@
 """Ocean: first-party environments written in C, stepped in batches by the shared C vecenv.
 
 ``ocean.make("puffer_squared", num_envs=4096, size=11)`` builds one; ``ocean.ENVS`` lists them.
+Each env is one folder: its C header, its Cython binding, its class (``__init__.py``), its trainer
+config (``<name>.ini``, found by ``pufferlib.config`` through this package's entry point) and any
+policy of its own. The trainer reaches Ocean like any env family, through ``env_creator``.
 """
 
 import importlib
@@ -26,8 +29,9 @@ ENV_MODULES = {
 }
 
 
-def env_class(name):
-    """The class registered under ``name`` (``puffer_squared`` or just ``squared``)."""
+def env_creator(name):
+    """The class registered under ``name`` (``puffer_squared`` or just ``squared``): a batched
+    creator for ``pufferlib.vector.make`` (it takes ``num_envs``)."""
     key = name if name.startswith("puffer_") else f"puffer_{name}"
     if key not in ENV_MODULES:
         hint = did_you_mean(key, ENV_MODULES)
@@ -38,7 +42,7 @@ def env_class(name):
 
 def make(name, num_envs=1, **params):
     """Builds ``num_envs`` copies of the Ocean env ``name`` with the given game parameters."""
-    return env_class(name)(num_envs=num_envs, **params)
+    return env_creator(name)(num_envs=num_envs, **params)
 
 
 ENVS = sorted(ENV_MODULES)

@@ -177,49 +177,6 @@ class Convolutional(Policy):
         return self.action_head(hidden), self.value_head(hidden).squeeze(-1)
 
 
-class CraftaxCompact(Default):
-    """The Default MLP for ``puffer_craftax_compact``: each batch of 996-byte compact observations is
-    expanded, on the policy's device, into exactly the 8,268 floats of the full observation (layout
-    in docs/craftax.md), so the policy sees what one on ``puffer_craftax`` sees while rollouts store
-    and move 33x fewer bytes.
-    """
-
-    view_cells, cell_bytes, scalars = 99, 8, 51
-    block_types, item_types, mob_classes, mob_types = 37, 5, 5, 8
-    full_size = view_cells * (block_types + item_types + mob_classes * mob_types + 1) + scalars
-
-    def __init__(self, env, hidden_size=128, num_layers=1):
-        space = env.single_observation_space
-        if space.shape != (self.view_cells * self.cell_bytes + 4 * self.scalars,) or space.dtype != np.uint8:
-            raise APIUsageError(f"CraftaxCompact needs puffer_craftax_compact's 996 uint8 observations, got {space}")
-        full = gymnasium.spaces.Box(0.0, 1.0, (self.full_size,), np.float32)
-        super().__init__(_Spaces(full, env.single_action_space), hidden_size, num_layers)
-        self.register_buffer("block_ids", torch.arange(self.block_types, dtype=torch.uint8), persistent=False)
-        self.register_buffer("item_ids", torch.arange(self.item_types, dtype=torch.uint8), persistent=False)
-        self.register_buffer("mob_bits", 1 << torch.arange(self.mob_types, dtype=torch.uint8), persistent=False)
-
-    def expand(self, compact):
-        """[B, 996] uint8 -> [B, 8,268] float32, bit for bit the full observation."""
-        batch = compact.shape[0]
-        cells = compact[:, : self.view_cells * self.cell_bytes].reshape(batch, self.view_cells, self.cell_bytes)
-        lit = cells[..., 7:8]
-        blocks = (cells[..., 0:1] == self.block_ids) & (lit == 1)
-        items = (cells[..., 1:2] == self.item_ids) & (lit == 1)
-        mobs = (cells[..., 2:7].unsqueeze(-1) & self.mob_bits) != 0
-        channels = torch.cat([blocks, items, mobs.reshape(batch, self.view_cells, -1), lit == 1], dim=-1)
-        scalars = compact[:, self.view_cells * self.cell_bytes :].contiguous().view(torch.float32)
-        return torch.cat([channels.reshape(batch, -1).float(), scalars], dim=1)
-
-    def encode_observations(self, observations):
-        return super().encode_observations(self.expand(observations.reshape(observations.shape[0], -1)))
-
-
-class _Spaces:
-    def __init__(self, observation_space, action_space):
-        self.single_observation_space = observation_space
-        self.single_action_space = action_space
-
-
 class RecurrentWrapper(nn.Module):
     """Adds memory between the two halves of ``policy``; subclasses supply the recurrent core
     (``initial_state``, ``step`` for one token, ``sequence`` for whole segments)."""
@@ -351,7 +308,7 @@ class MinGRUWrapper(RecurrentWrapper):
         return self.rnn(hidden, state[0], resets)
 
 
-POLICIES = {"default": Default, "convolutional": Convolutional, "craftax_compact": CraftaxCompact}
+POLICIES = {"default": Default, "convolutional": Convolutional}
 RNNS = {"lstm": LSTMWrapper, "mingru": MinGRUWrapper}
 
 

@@ -92,10 +92,20 @@ class NativeLeaf:
         return f"NativeLeaf({self.dtype}, shape={self.shape}, [{self.start}:{self.stop}], reinterpret={self.reinterpret})"
 
 
-def _torch_dtype(numpy_dtype):
+def torch_dtype(numpy_dtype):
+    """The torch dtype of a numpy dtype (uint8 -> torch.uint8, ...)."""
     import numpy as np
 
     return torch.from_numpy(np.zeros(0, dtype=numpy_dtype)).dtype
+
+
+def clear_finished(state, dones):
+    """A recurrent state (tuple of [N, ...] tensors) with the rows of agents whose episode just
+    ended zeroed, so a new episode starts from a blank memory."""
+    if not state:
+        return tuple(state)
+    keep = (~dones.bool()).to(state[0].dtype)
+    return tuple(s * keep.view(-1, *[1] * (s.ndim - 1)) for s in state)
 
 
 def nativize_dtype(emulated):
@@ -116,7 +126,7 @@ def nativize_dtype(emulated):
     for leaf in layout.leaves:
         start = leaf.byte_offset // itemsize
         stop = start + leaf.nbytes // itemsize
-        leaves[leaf.path] = NativeLeaf(_torch_dtype(leaf.dtype), leaf.shape, start, stop, not layout.typed)
+        leaves[leaf.path] = NativeLeaf(torch_dtype(leaf.dtype), leaf.shape, start, stop, not layout.typed)
     if layout.dtype is None:
         return leaves[()]
     return _nest(layout.space, (), leaves)

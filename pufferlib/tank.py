@@ -97,7 +97,7 @@ def build(client, repo, stages, *, prefix, base_image, torch_index_url, uid, gid
         tag = image_name(prefix, stage, version)
         print(f"==> building {tag} from {context / dockerfile}", file=out, flush=True)
         image_id = None
-        # The daemon here has no bridge network (see DESIGN.md): RUN steps use the host's.
+        # Daemons started by .ci/docker.sh have no bridge network: RUN steps use the host's.
         for chunk in client.api.build(
             path=str(context),
             dockerfile=dockerfile,

@@ -167,6 +167,22 @@ class WorkerEnvs:
             env.close()
 
 
+class WorkerSpec:
+    """What a worker needs to build its envs; processes and actors receive it pickled (``_Pickled``)."""
+
+    def __init__(self, env_creator, env_args, env_kwargs, batched, envs_per_worker, agents_per_env):
+        self.env_creator, self.env_args, self.env_kwargs = env_creator, env_args, env_kwargs
+        self.batched, self.envs_per_worker, self.agents_per_env = batched, envs_per_worker, agents_per_env
+        self.agents = envs_per_worker * agents_per_env
+
+    def build(self, buffers):
+        """The worker's envs, bound to ``buffers`` (its rows of each buffer)."""
+        return WorkerEnvs(
+            self.env_creator, self.env_args, self.env_kwargs, self.batched, self.envs_per_worker,
+            self.agents_per_env, buffers,
+        )
+
+
 def _native_stepper(env):
     def step():
         return env.step(env.actions)[4]
@@ -282,6 +298,11 @@ class VecEnv(ABC):
 
     def worker_rows(self, worker):
         return slice(worker * self.agents_per_worker, (worker + 1) * self.agents_per_worker)
+
+    def worker_spec(self):
+        return WorkerSpec(
+            self.env_creator, self.env_args, self.env_kwargs, self.batched, self.envs_per_worker, self.agents_per_env
+        )
 
     # Guards ----------------------------------------------------------------------------------
 
@@ -490,16 +511,9 @@ class Serial(VecEnv):
             num_workers = num_envs // batch_size if num_envs % batch_size == 0 else None
         super().__init__(env_creator, env_args, env_kwargs, num_envs, num_workers, batch_size, zero_copy, seed)
         self._bind_buffers(allocate_buffers(self.single_observation_space, self.single_action_space, self.num_agents))
+        spec = self.worker_spec()
         self.workers = [
-            WorkerEnvs(
-                self.env_creator,
-                self.env_args,
-                self.env_kwargs,
-                self.batched,
-                self.envs_per_worker,
-                self.agents_per_env,
-                {name: self.buffers[name][self.worker_rows(w)] for name in BUFFER_NAMES},
-            )
+            spec.build({name: self.buffers[name][self.worker_rows(w)] for name in BUFFER_NAMES})
             for w in range(self.num_workers)
         ]
         self.envs = [env for worker in self.workers for env in worker.envs]
@@ -602,14 +616,14 @@ def _worker_main(index, payload, shared, layout, go, done, pipe, spin):
     """A Multiprocessing worker: owns a few envs bound to its rows of the shared buffer."""
     # Ctrl-C reaches the whole process group; the main process handles it and closes workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    env_creator, env_args, env_kwargs, batched, envs_per_worker, agents_per_env = payload.value
+    spec = payload.value
     arrays = _shared_arrays(shared, layout)
-    rows = slice(index * envs_per_worker * agents_per_env, (index + 1) * envs_per_worker * agents_per_env)
+    rows = slice(index * spec.agents, (index + 1) * spec.agents)
     buffers = {name: arrays[name][rows] for name in BUFFER_NAMES}
     states, seeds, has_infos = arrays["worker_states"], arrays["worker_seeds"], arrays["worker_has_infos"]
     parent = multiprocessing.parent_process()
     try:
-        worker = WorkerEnvs(env_creator, env_args, env_kwargs, batched, envs_per_worker, agents_per_env, buffers)
+        worker = spec.build(buffers)
     except BaseException:
         _report_failure(index, states, done, pipe)
         return
@@ -714,9 +728,7 @@ class Multiprocessing(VecEnv):
         self.go = [context.Semaphore(0) for _ in range(self.num_workers)]
         self.pipes = []
         self.processes = []
-        payload = _Pickled(
-            (self.env_creator, self.env_args, self.env_kwargs, self.batched, self.envs_per_worker, self.agents_per_env)
-        )
+        payload = _Pickled(self.worker_spec())
         for index in range(self.num_workers):
             receiver, sender = context.Pipe(duplex=False)
             process = context.Process(
@@ -848,12 +860,10 @@ class Multiprocessing(VecEnv):
 class RayWorker:
     """The actor behind one Ray worker: its envs and their own buffers."""
 
-    def __init__(self, payload, observation_space, action_space, agents_per_worker):
-        env_creator, env_args, env_kwargs, batched, envs_per_worker, agents_per_env = payload.value
-        self.buffers = allocate_buffers(observation_space, action_space, agents_per_worker)
-        self.worker = WorkerEnvs(
-            env_creator, env_args, env_kwargs, batched, envs_per_worker, agents_per_env, self.buffers
-        )
+    def __init__(self, payload, observation_space, action_space):
+        spec = payload.value
+        self.buffers = allocate_buffers(observation_space, action_space, spec.agents)
+        self.worker = spec.build(self.buffers)
 
     def _results(self, infos):
         buffers = self.buffers
@@ -925,12 +935,10 @@ class Ray(VecEnv):
                 "workers or actor_options={'num_cpus': <less>}"
             )
         self._bind_buffers(allocate_buffers(self.single_observation_space, self.single_action_space, self.num_agents))
-        payload = _Pickled(
-            (self.env_creator, self.env_args, self.env_kwargs, self.batched, self.envs_per_worker, self.agents_per_env)
-        )
+        payload = _Pickled(self.worker_spec())
         remote = ray.remote(RayWorker).options(**options)
         self.actors = [
-            remote.remote(payload, self.single_observation_space, self.single_action_space, self.agents_per_worker)
+            remote.remote(payload, self.single_observation_space, self.single_action_space)
             for _ in range(self.num_workers)
         ]
         self.futures = {}

@@ -6,7 +6,7 @@
     python scripts/bench_train.py sps --device cuda --policy mingru --hidden 256 --layers 3 --num-envs 8192
 
 2. CartPole-v1 race, side by side in one process on the same cores: wall-clock time until the mean
-   return of the newest 100 episodes reaches 475, for PuffeRL (pufferlib/config/classic_control.ini)
+   return of the newest 100 episodes reaches 475, for PuffeRL (pufferlib/configs/classic_control.ini)
    and for Stable-Baselines3 PPO with its default settings (`pip install stable-baselines3`, the
    'bench' extra). Runs alternate between the two so that background load hits both alike.
 
@@ -25,7 +25,8 @@ import time
 import numpy as np
 import torch
 
-from pufferlib import pufferl
+from pufferlib import assemble, pufferl
+from pufferlib.config import apply_flags, load_config
 
 CARTPOLE_TARGET = 475.0
 
@@ -39,17 +40,17 @@ def measure_sps(args):
     for key in ("horizon", "minibatch_size", "optimizer"):
         if getattr(args, key) is not None:
             flags += [f"--train.{key.replace('_', '-')}", str(getattr(args, key))]
-    config = pufferl.apply_flags(pufferl.load_config(args.env), flags + args.flags)
-    vecenv = pufferl.make_vecenv(args.env, config)
-    trainer = pufferl.PuffeRL(config, vecenv, pufferl.make_policy(vecenv, config))
+    config = apply_flags(load_config(args.env), flags + args.flags)
+    vecenv = assemble.make_vecenv(args.env, config)
+    trainer = pufferl.PuffeRL(config, vecenv, assemble.make_policy(vecenv, config))
     synchronize = torch.cuda.synchronize if trainer.device.startswith("cuda") else (lambda: None)
     for _ in range(args.warmup):
-        trainer.evaluate()
+        trainer.collect()
         trainer.train()
     synchronize()
     step0, start, rollout, update, epochs = trainer.global_step, time.perf_counter(), 0.0, 0.0, 0
     while time.perf_counter() - start < args.seconds:
-        trainer.evaluate()
+        trainer.collect()
         trainer.train()
         rollout += trainer.timings["rollout"]
         update += trainer.timings["train"]
@@ -69,12 +70,12 @@ def measure_sps(args):
 
 def puffer_cartpole(seed, budget):
     wall = time.perf_counter()
-    config = pufferl.apply_flags(pufferl.load_config("CartPole-v1"), ["--base.seed", str(seed)])
-    vecenv = pufferl.make_vecenv("CartPole-v1", config)
-    trainer = pufferl.PuffeRL(config, vecenv, pufferl.make_policy(vecenv, config))
+    config = apply_flags(load_config("CartPole-v1"), ["--base.seed", str(seed)])
+    vecenv = assemble.make_vecenv("CartPole-v1", config)
+    trainer = pufferl.PuffeRL(config, vecenv, assemble.make_policy(vecenv, config))
     try:
         while trainer.epoch < trainer.total_epochs and time.perf_counter() - wall < budget:
-            trainer.evaluate()
+            trainer.collect()
             trainer.train()
             if trainer.check_solved("episode_return", CARTPOLE_TARGET, 0.0, 100):
                 return time.perf_counter() - wall, trainer.solved[0]

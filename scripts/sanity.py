@@ -1,6 +1,6 @@
 """Wall-clock time for PuffeRL to solve each Ocean sanity env with its shipped config.
 
-Each env trains with pufferlib/config/ocean/<env>.ini as `puffer train <env>` would, until the
+Each env trains with ocean/<env>/<env>.ini as `puffer train <env>` would, until the
 mean score of its newest 100+ episodes reaches the env's optimal score (less the tolerance its
 .ini states) or the time budget runs out. The clock starts before the env is built. CPU seconds
 are this process's, which is what the run would take on an otherwise idle core.
@@ -16,7 +16,8 @@ import statistics
 import sys
 import time
 
-from pufferlib import pufferl
+from pufferlib import assemble, cli, pufferl
+from pufferlib.config import apply_flags, load_config
 
 SANITY_ENVS = [
     "puffer_squared", "puffer_password", "puffer_stochastic", "puffer_memory",
@@ -26,14 +27,14 @@ SANITY_ENVS = [
 
 def time_to_solve(env_name, seed, budget, flags):
     wall, cpu = time.perf_counter(), time.process_time()
-    config = pufferl.apply_flags(pufferl.load_config(env_name), ["--base.seed", str(seed), *flags])
-    vecenv = pufferl.make_vecenv(env_name, config)
-    trainer = pufferl.PuffeRL(config, vecenv, pufferl.make_policy(vecenv, config))
+    config = apply_flags(load_config(env_name), ["--base.seed", str(seed), *flags])
+    vecenv = assemble.make_vecenv(env_name, config)
+    trainer = pufferl.PuffeRL(config, vecenv, assemble.make_policy(vecenv, config))
     base = config["base"]
-    target = pufferl.solve_target(config, vecenv)
+    target = cli.solve_target(config, vecenv)
     try:
         while trainer.epoch < trainer.total_epochs and time.perf_counter() - wall < budget:
-            trainer.evaluate()
+            trainer.collect()
             trainer.train()
             if trainer.check_solved(base["solve_metric"], target, base["solve_tolerance"], base["solve_episodes"]):
                 break

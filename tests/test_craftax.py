@@ -4,20 +4,18 @@ Reference-dependent tests skip with the reason when craftax/jax are absent; with
 reference is a failure. The reference is jitted once per module and run on a few seeds.
 """
 
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import unavailable
 
 import ocean
 from pufferlib.exceptions import APIUsageError
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
 
 binding = pytest.importorskip("ocean.craftax.binding", reason="build the extensions first: python setup.py build_ext --inplace")
 
@@ -27,9 +25,7 @@ def require_reference():
         import craftax.craftax.envs.craftax_symbolic_env  # noqa: F401
         import jax  # noqa: F401
     except ImportError as error:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI must install requirements-craftax.txt: {error}")
-        pytest.skip(f"craftax/jax reference not installed ({error}); pip install -r requirements-craftax.txt")
+        unavailable(f"craftax/jax reference not installed ({error}); pip install -r requirements-craftax.txt")
 
 
 @pytest.fixture(scope="module")
@@ -43,15 +39,16 @@ def jax_random():
 @pytest.fixture(scope="module")
 def reference_reset():
     require_reference()
-    import craftax_parity
+    from ocean.craftax import parity
 
-    _, reset = craftax_parity.reference_env()
+    _, reset = parity.reference_env()
     return reset
 
 
 RNG_SEEDS = [0, 1, 42, 12345, 2**31 - 1]
 
 
+@pytest.mark.reference
 @pytest.mark.parametrize("seed", RNG_SEEDS)
 def test_threefry_split_and_fold_in_match_jax(jax_random, seed):
     jax = jax_random
@@ -61,6 +58,7 @@ def test_threefry_split_and_fold_in_match_jax(jax_random, seed):
     np.testing.assert_array_equal(binding.fold_in(data, 17), np.asarray(jax.random.fold_in(key, 17)))
 
 
+@pytest.mark.reference
 @pytest.mark.parametrize("seed", RNG_SEEDS)
 def test_samplers_match_jax(jax_random, seed):
     jax = jax_random
@@ -75,6 +73,7 @@ def test_samplers_match_jax(jax_random, seed):
     np.testing.assert_array_equal(binding.permutation(data, 6), np.asarray(jax.random.permutation(key, 6)))
 
 
+@pytest.mark.reference
 def test_cumsum_follows_xla_summation_order(jax_random):
     jax = jax_random
     cumsum = jax.jit(jax.numpy.cumsum)
@@ -84,6 +83,7 @@ def test_cumsum_follows_xla_summation_order(jax_random):
         assert np.array_equal(binding.cumsum(values).view(np.uint32), np.asarray(cumsum(values)).view(np.uint32)), n
 
 
+@pytest.mark.reference
 def test_weighted_choice_matches_jax_including_empty_weights(jax_random):
     jax = jax_random
     choice = jax.jit(lambda key, p: jax.random.choice(key, p.shape[0], p=p))
@@ -101,16 +101,18 @@ def test_weighted_choice_matches_jax_including_empty_weights(jax_random):
 WORLD_SEEDS = [0, 1, 101, 107]
 
 
+@pytest.mark.reference
 @pytest.mark.parametrize("seed", WORLD_SEEDS)
 def test_world_generation_and_first_observation_are_bit_exact(reference_reset, jax_random, seed):
-    import craftax_parity
+    from ocean.craftax import parity
 
     obs, state = reference_reset(jax_random.random.PRNGKey(seed))
-    world = binding.World(craftax_parity.world_key(seed))
-    assert craftax_parity.compare_fields(craftax_parity.reference_fields(state), world.fields()) == []
+    world = binding.World(parity.world_key(seed))
+    assert parity.compare_fields(parity.reference_fields(state), world.fields()) == []
     assert np.array_equal(world.observation().view(np.uint32), np.asarray(obs).view(np.uint32))
 
 
+@pytest.mark.reference
 def test_observation_layout_matches_reference_space(jax_random):
     from craftax.craftax.envs.craftax_symbolic_env import CraftaxSymbolicEnv
 
@@ -146,7 +148,7 @@ def test_compact_observation_holds_the_same_information(seed):
 
 def test_compact_policy_sees_the_full_observation():
     torch = pytest.importorskip("torch")
-    from pufferlib.models import CraftaxCompact
+    from ocean.craftax.policy import CraftaxCompact
 
     full = ocean.make("puffer_craftax", num_envs=8, reset_pool_size=4)
     compact = ocean.make("puffer_craftax_compact", num_envs=8, reset_pool_size=4)
@@ -237,21 +239,23 @@ def test_headers_compile_with_nvcc(tmp_path):
     assert result.returncode == 0, result.stderr
 
 
-# Trajectories: the C step against the reference's jitted step (scripts/craftax_parity.py).
+# Trajectories: the C step against the reference's jitted step (scripts/parity.py).
 
 
+@pytest.mark.reference
 def test_random_trajectories_match_reference_bitwise(jax_random):
-    import craftax_parity
+    from ocean.craftax import parity
 
-    divergences, statistics = craftax_parity.check_steps(4, 300, start=11, policy="random", state_every=25, verbose=False)
+    divergences, statistics = parity.check_steps(4, 300, start=11, policy="random", state_every=25, verbose=False)
     assert divergences == []
     assert statistics["episodes"] >= 1, "the run should cover deaths and auto-resets"
 
 
+@pytest.mark.reference
 def test_descending_trajectories_match_reference_bitwise(jax_random):
-    import craftax_parity
+    from ocean.craftax import parity
 
-    divergences, statistics = craftax_parity.check_steps(2, 250, start=3, policy="descend", state_every=25, verbose=False)
+    divergences, statistics = parity.check_steps(2, 250, start=3, policy="descend", state_every=25, verbose=False)
     assert divergences == []
     assert statistics["deepest"].max() >= 2, "the descend policy should leave the surface"
 

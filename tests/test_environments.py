@@ -3,17 +3,11 @@
 import numpy as np
 import pytest
 import torch
+from conftest import random_actions
 
 from pufferlib import vector
 from pufferlib.environments import atari, classic_control, nethack, pettingzoo
 from pufferlib.pytorch import nativize_dtype, nativize_tensor
-
-
-def random_actions(envs, rng):
-    space = envs.single_action_space
-    if hasattr(space, "n"):
-        return rng.integers(0, space.n, envs.agents_per_batch)
-    return rng.uniform(space.low, space.high, (envs.agents_per_batch, *space.shape)).astype(space.dtype)
 
 
 @pytest.mark.timeout(120)
@@ -23,7 +17,7 @@ def test_nethack_steps_through_multiprocessing():
     assert observations.dtype == np.uint8 and observations.shape == (2, envs.single_observation_space.shape[0])
     rng = np.random.default_rng(0)
     for _ in range(20):
-        observations, rewards, terminals, truncations, infos = envs.step(random_actions(envs, rng))
+        observations, rewards, terminals, truncations, infos = envs.step(random_actions(envs.single_action_space, envs.agents_per_batch, rng))
     native = nativize_tensor(torch.from_numpy(observations), nativize_dtype(envs.emulated))
     assert native["glyphs"].dtype == torch.int16 and native["glyphs"].shape == (2, 21, 79)
     assert native["blstats"].dtype == torch.int64 and native["blstats"].shape == (2, 27)
@@ -42,7 +36,7 @@ def test_pistonball_steps_through_multiprocessing():
     assert observations.shape == (40, 457, 120, 3)
     rng = np.random.default_rng(0)
     for _ in range(5):
-        observations, rewards, terminals, truncations, infos = envs.step(random_actions(envs, rng))
+        observations, rewards, terminals, truncations, infos = envs.step(random_actions(envs.single_action_space, envs.agents_per_batch, rng))
     assert envs.masks.all() and not terminals.any()
     assert observations.any(axis=(1, 2, 3)).all()  # every piston sees a rendered frame
     envs.close()

@@ -2,15 +2,10 @@
 
 import numpy as np
 import pytest
+from conftest import random_actions
 
 import ocean
 from pufferlib import APIUsageError
-
-
-def random_actions(env, rng):
-    if env.actions.ndim == 1:
-        return rng.integers(0, env.single_action_space.n, env.actions.shape).astype(np.int32)
-    return rng.integers(0, env.single_action_space.nvec, env.actions.shape).astype(np.int32)
 
 
 def rollout(env, seed, steps, action_seed=0):
@@ -18,7 +13,7 @@ def rollout(env, seed, steps, action_seed=0):
     obs, _ = env.reset(seed)
     trace = [obs.copy()]
     for _ in range(steps):
-        obs, rewards, terminals, truncations, _ = env.step(random_actions(env, rng))
+        obs, rewards, terminals, truncations, _ = env.step(random_actions(env.single_action_space, env.num_agents, rng))
         trace += [obs.copy(), rewards.copy(), terminals.copy(), truncations.copy()]
     return trace
 
@@ -47,7 +42,7 @@ def test_buffers_are_written_in_place(name):
     rng = np.random.default_rng(0)
     changed = False
     for _ in range(30):
-        result = env.step(random_actions(env, rng))
+        result = env.step(random_actions(env.single_action_space, env.num_agents, rng))
         for returned, owned in zip(result[:4], buffers):
             assert returned is owned
         changed |= any(not np.array_equal(a, b) for a, b in zip(before, buffers))

@@ -19,18 +19,13 @@ import uuid
 from pathlib import Path
 
 import pytest
+from conftest import unavailable
 
 REPO = Path(__file__).resolve().parent.parent
 ROOTFS = os.environ.get("PUFFERTANK_ROOTFS_TAG", "puffertank/bookworm-rootfs")
 # Not the default prefix: a developer's real CUDA images keep their tags when the tests run.
 PREFIX = "puffertank-ci"
 SOURCE_COPY = "COPY --chown=puffer:puffer . ."
-
-
-def unavailable(reason):
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason} (CI=true: a skip is a failure here; .ci/docker.sh provisions this)", pytrace=False)
-    pytest.skip(reason)
 
 
 def tool(name):
@@ -174,6 +169,7 @@ def test_shellcheck_passes_on_every_shell_script():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.docker
 def test_missing_daemon_is_a_clear_error(docker_sdk):
     env = dict(os.environ, DOCKER_HOST="unix:///nonexistent/docker.sock")
     result = subprocess.run(
@@ -192,6 +188,7 @@ def test_devcontainer_builds_stage_3_as_puffer():
     assert "build_ext --inplace" in config["postCreateCommand"]
 
 
+@pytest.mark.docker
 def test_three_stages_build_and_are_tagged(built, docker_client):
     import pufferlib
 
@@ -201,6 +198,7 @@ def test_three_stages_build_and_are_tagged(built, docker_client):
         assert f"{PREFIX}/{stage}:{pufferlib.__version__}" in latest.tags
 
 
+@pytest.mark.docker
 def test_source_only_change_rebuilds_only_the_last_layers(built, checkout, docker_client):
     envs_before = docker_client.images.get(f"{PREFIX}/envs:latest").id
     # Unique each run: a daemon that keeps its build cache between runs must still see a new file.
@@ -223,12 +221,14 @@ def test_source_only_change_rebuilds_only_the_last_layers(built, checkout, docke
     assert "Downloading" not in stage_3_log, "a source-only change re-downloaded dependencies"
 
 
+@pytest.mark.docker
 def test_trains_puffer_squared(built):
     output = in_tank("puffer", "train", "puffer_squared", "--train.total-timesteps", "20000")
     assert "PufferTank | Python" in output  # the entrypoint's banner
     assert "Finished" in output, output[-3000:]
 
 
+@pytest.mark.docker
 def test_steps_nethack(built):
     output = in_tank(
         "python",
@@ -242,6 +242,7 @@ def test_steps_nethack(built):
     assert "nethack (21, 79)" in output
 
 
+@pytest.mark.docker
 def test_runs_as_non_root_and_warns_without_gpu(built):
     output = in_tank("bash", "-c", "echo user=$(whoami) uid=$(id -u) && sudo -n true && echo sudo=ok")
     assert "user=puffer" in output and "uid=0" not in output
@@ -268,6 +269,7 @@ def setup_in_bookworm(docker_client, script, os_release=None):
         container.remove(force=True)
 
 
+@pytest.mark.docker
 def test_setup_dry_run_lists_every_step_and_changes_nothing(docker_client):
     status, output = setup_in_bookworm(
         docker_client,
@@ -304,6 +306,7 @@ def test_setup_dry_run_lists_every_step_and_changes_nothing(docker_client):
     assert "ETC-UNCHANGED" in output
 
 
+@pytest.mark.docker
 def test_setup_runs_then_changes_nothing_the_second_time(docker_client):
     # The GPU, Tailscale and Docker-CE steps need hosts other than Debian's mirror, which these
     # machines cannot reach: the dry-run test covers them. Everything else runs for real here.
@@ -342,6 +345,7 @@ def test_setup_runs_then_changes_nothing_the_second_time(docker_client):
     ],
     ids=["ubuntu-24.04", "debian-11"],
 )
+@pytest.mark.docker
 def test_setup_refuses_other_systems(docker_client, tmp_path, os_release):
     fake = tmp_path / "os-release"
     fake.write_text(os_release)

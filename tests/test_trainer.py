@@ -6,30 +6,33 @@ import shutil
 import signal
 import threading
 import time
+from pathlib import Path
 
 import gymnasium
 import numpy as np
 import pytest
 import torch
 
+import ocean
 import pufferlib
-from pufferlib import pufferl
-from pufferlib.pufferl import CheckpointError, ConfigError
+from pufferlib import assemble, cli, pufferl, vector
+from pufferlib.checkpoint import CheckpointError, read_checkpoint, resolve_checkpoint, run_dirs, save_atomic
+from pufferlib.config import ConfigError, apply_flags, env_config_files, load_config
 
 
 def config_for(env_name, *flags, data_dir=None):
-    config = pufferl.load_config(env_name)
+    config = load_config(env_name)
     # CPU everywhere, so results are the same on machines with a GPU; the GPU path has its own test.
     extra = ["--train.device", "cpu", "--train.dashboard", "plain", "--train.print-interval", "1000"]
     if data_dir is not None:
         extra += ["--train.data-dir", str(data_dir)]
-    return pufferl.apply_flags(config, extra + list(flags))
+    return apply_flags(config, extra + list(flags))
 
 
 def make_trainer(config):
     env_name = config["base"]["env_name"]
-    vecenv = pufferl.make_vecenv(env_name, config)
-    return pufferl.PuffeRL(config, vecenv, pufferl.make_policy(vecenv, config))
+    vecenv = assemble.make_vecenv(env_name, config)
+    return pufferl.PuffeRL(config, vecenv, assemble.make_policy(vecenv, config))
 
 
 # -- the advantage kernel ------------------------------------------------------------------------
@@ -134,16 +137,27 @@ def test_uniform_replay_when_alpha_is_zero():
 
 
 def test_config_layers_default_and_env_ini():
-    config = pufferl.load_config("puffer_squared")
+    config = load_config("puffer_squared")
     assert config["base"]["env_name"] == "puffer_squared"
     assert "size" in config["env"]
     assert isinstance(config["train"]["learning_rate"], float)
     assert isinstance(config["train"]["total_timesteps"], int)
 
 
+@pytest.mark.parametrize("env_name", ocean.ENVS)
+def test_every_ocean_env_has_a_config_beside_it_and_trains(env_name):
+    config = config_for(env_name, "--vec.num-envs", "32", "--train.horizon", "8", "--train.minibatch-size", "128")
+    assert env_config_files()[env_name].parent == Path(ocean.__file__).parent / env_name.removeprefix("puffer_").removesuffix("_compact")
+    trainer = make_trainer(config)
+    run_epochs(trainer, 1)
+    assert trainer.global_step == trainer.num_agents * 8
+    assert all(np.isfinite(trainer.losses[key]) for key in ("policy_loss", "value_loss", "entropy"))
+    trainer.close()
+
+
 def test_flags_override_with_types():
-    config = pufferl.load_config("puffer_squared")
-    pufferl.apply_flags(config, [
+    config = load_config("puffer_squared")
+    apply_flags(config, [
         "--train.learning-rate", "0.01", "--env.size=9", "--train.total_timesteps", "2e6",
         "--train.anneal-lr", "false", "--base.rnn", "mingru", "--train.compile", "true", "--base.stop-on-solve",
     ])
@@ -157,27 +171,27 @@ def test_flags_override_with_types():
 
 
 def test_unknown_flags_suggest_the_closest():
-    config = pufferl.load_config("puffer_squared")
+    config = load_config("puffer_squared")
     with pytest.raises(ConfigError, match="Did you mean --train.learning-rate"):
-        pufferl.apply_flags(config, ["--train.learnin-rate", "0.1"])
+        apply_flags(config, ["--train.learnin-rate", "0.1"])
     with pytest.raises(ConfigError, match="Did you mean --env.size"):
-        pufferl.apply_flags(config, ["--env.sise", "5"])
+        apply_flags(config, ["--env.sise", "5"])
     with pytest.raises(ConfigError, match="integer"):
-        pufferl.apply_flags(config, ["--train.horizon", "3.5"])
+        apply_flags(config, ["--train.horizon", "3.5"])
     with pytest.raises(ConfigError, match="true or false"):
-        pufferl.apply_flags(config, ["--train.anneal-lr", "maybe"])
+        apply_flags(config, ["--train.anneal-lr", "maybe"])
     with pytest.raises(ConfigError, match="needs a value"):
-        pufferl.apply_flags(config, ["--train.learning-rate"])
+        apply_flags(config, ["--train.learning-rate"])
     with pytest.raises(ConfigError, match="Did you mean puffer_squared"):
-        pufferl.load_config("puffer_sqared")
+        load_config("puffer_sqared")
 
 
 def test_cli_reports_flag_errors(capsys):
-    assert pufferl.main(["train", "puffer_squared", "--train.learning-rat", "0.1"]) == 2
+    assert cli.main(["train", "puffer_squared", "--train.learning-rat", "0.1"]) == 2
     assert "Did you mean --train.learning-rate" in capsys.readouterr().err
-    assert pufferl.main(["trian", "puffer_squared"]) == 2
+    assert cli.main(["trian", "puffer_squared"]) == 2
     assert "Did you mean train" in capsys.readouterr().err
-    assert pufferl.main(["train", "puffer_squared", "--help"]) == 0
+    assert cli.main(["train", "puffer_squared", "--help"]) == 0
     assert "--train.learning-rate" in capsys.readouterr().out
 
 
@@ -195,10 +209,10 @@ def solves(config, max_epochs):
     .ini allows, over 100+ episodes); returns whether it did within max_epochs."""
     trainer = make_trainer(config)
     base = config["base"]
-    target = pufferl.solve_target(config, trainer.vecenv)
+    target = cli.solve_target(config, trainer.vecenv)
     try:
         for _ in range(max_epochs):
-            trainer.evaluate()
+            trainer.collect()
             trainer.train()
             if trainer.check_solved(base["solve_metric"], target, base["solve_tolerance"], base["solve_episodes"]):
                 return True
@@ -207,21 +221,25 @@ def solves(config, max_epochs):
         trainer.close()
 
 
+@pytest.mark.slow
 def test_learns_bandit():
     assert solves(config_for("puffer_bandit"), max_epochs=100)
 
 
+@pytest.mark.slow
 def test_learns_squared_to_the_optimal_score():
     config = config_for("puffer_squared")
     assert config["base"]["solve_tolerance"] == 0
     assert solves(config, max_epochs=150)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flags", [["--base.rnn", "lstm", "--rnn.num-layers", "1"], ["--base.rnn", "mingru"]])
 def test_recurrent_policies_learn_memory(flags):
     assert solves(config_for("puffer_memory", *flags), max_epochs=150)
 
 
+@pytest.mark.slow
 def test_memoryless_policy_cannot_solve_memory():
     """The memory test means something: without recurrence the same budget is not enough."""
     assert not solves(config_for("puffer_memory", "--base.rnn", "none"), max_epochs=40)
@@ -238,7 +256,7 @@ def test_gpu_path_learns_and_resumes(tmp_path, rnn):
     run_epochs(trainer, 1)
     trainer.save_checkpoint(tmp_path / "checkpoint.pt")
     resumed = make_trainer(config)
-    resumed.load_checkpoint(pufferl.read_checkpoint(tmp_path / "checkpoint.pt"))
+    resumed.load_checkpoint(read_checkpoint(tmp_path / "checkpoint.pt"))
     assert all(torch.equal(a, b) for a, b in zip(trainer.policy.parameters(), resumed.policy.parameters()))
     run_epochs(resumed, 1)
     trainer.close()
@@ -250,7 +268,7 @@ def test_seeded_runs_are_reproducible():
     for _ in range(2):
         trainer = make_trainer(config_for("puffer_squared", "--vec.num-envs", "128", "--train.optimizer", "muon", "--policy.num-layers", "2"))
         for _ in range(3):
-            trainer.evaluate()
+            trainer.collect()
             trainer.train()
         results.append([p.detach().clone() for p in trainer.policy.parameters()])
         trainer.close()
@@ -262,7 +280,7 @@ def test_seeded_runs_are_reproducible():
 
 def run_epochs(trainer, epochs):
     for _ in range(epochs):
-        trainer.evaluate()
+        trainer.collect()
         trainer.train()
 
 
@@ -297,7 +315,7 @@ def test_resume_continues_exactly(tmp_path, flags):
     run_epochs(uninterrupted, 3)
 
     resumed = make_trainer(config)
-    resumed.load_checkpoint(pufferl.read_checkpoint(path))
+    resumed.load_checkpoint(read_checkpoint(path))
     assert all(torch.equal(a, b) for a, b in zip(saved_weights, resumed.policy.parameters()))
     assert all(torch.equal(a, b) for a, b in zip(saved_optimizer, optimizer_tensors(resumed.optimizer)))
     assert (resumed.epoch, resumed.global_step) == (2, 2 * resumed.batch_size)
@@ -320,32 +338,32 @@ def test_corrupt_and_mismatched_checkpoints_are_clear_errors(tmp_path):
     truncated = tmp_path / "truncated.pt"
     truncated.write_bytes(path.read_bytes()[:1000])
     with pytest.raises(CheckpointError, match="corrupt or truncated"):
-        pufferl.read_checkpoint(truncated)
+        read_checkpoint(truncated)
     garbage = tmp_path / "garbage.pt"
     garbage.write_bytes(os.urandom(4096))
     with pytest.raises(CheckpointError, match="corrupt or truncated"):
-        pufferl.read_checkpoint(garbage)
+        read_checkpoint(garbage)
     with pytest.raises(CheckpointError, match="No checkpoint"):
-        pufferl.read_checkpoint(tmp_path / "missing.pt")
+        read_checkpoint(tmp_path / "missing.pt")
 
     bigger = make_trainer(config_for("puffer_squared", "--vec.num-envs", "32", "--policy.hidden-size", "32"))
     with pytest.raises(CheckpointError, match="different model.*shape"):
-        bigger.load_checkpoint(pufferl.read_checkpoint(path))
+        bigger.load_checkpoint(read_checkpoint(path))
     bigger.close()
     recurrent = make_trainer(config_for("puffer_squared", "--vec.num-envs", "32", "--base.rnn", "lstm"))
     with pytest.raises(CheckpointError, match="does not fit"):
-        recurrent.load_checkpoint(pufferl.read_checkpoint(path))
+        recurrent.load_checkpoint(read_checkpoint(path))
     recurrent.close()
     other_env = make_trainer(config_for("puffer_squared", "--vec.num-envs", "32", "--env.size", "7"))
     with pytest.raises(CheckpointError, match="observation_space"):
-        other_env.load_checkpoint(pufferl.read_checkpoint(path))
+        other_env.load_checkpoint(read_checkpoint(path))
     other_env.close()
 
 
 def test_checkpoint_writes_are_atomic(tmp_path):
     path = tmp_path / "checkpoint.pt"
-    pufferl.save_atomic({"a": torch.ones(3)}, path)
-    pufferl.save_atomic({"a": torch.zeros(3)}, path)
+    save_atomic({"a": torch.ones(3)}, path)
+    save_atomic({"a": torch.zeros(3)}, path)
     assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.pt"]  # no temporary left behind
     assert torch.equal(torch.load(path)["a"], torch.zeros(3))
 
@@ -356,22 +374,22 @@ def test_checkpoint_writes_are_atomic(tmp_path):
 def test_train_resume_eval_and_plot_from_the_cli(tmp_path, capsys):
     flags = ["--train.data-dir", str(tmp_path), "--train.dashboard", "plain", "--vec.num-envs", "64"]
     # bandit.ini: horizon 16, so 64 envs make batches of 1024 steps.
-    assert pufferl.main(["train", "bandit", "--train.total-timesteps", "2048", *flags]) == 0
+    assert cli.main(["train", "bandit", "--train.total-timesteps", "2048", *flags]) == 0
     out = capsys.readouterr().out
     assert "Finished" in out and "Checkpoint:" in out
-    [run] = pufferl.run_dirs(tmp_path, "puffer_bandit")
+    [run] = run_dirs(tmp_path, "puffer_bandit")
     assert len((run / "metrics.jsonl").read_text().splitlines()) == 2
 
     # --resume with a larger budget continues the same run from where it stopped.
-    assert pufferl.main(["train", "bandit", "--resume", "latest", "--train.total-timesteps", "4096", *flags]) == 0
+    assert cli.main(["train", "bandit", "--resume", "latest", "--train.total-timesteps", "4096", *flags]) == 0
     lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert [line["epoch"] for line in lines] == [1, 2, 3, 4]
-    assert pufferl.read_checkpoint(run)["global_step"] == 4096
+    assert read_checkpoint(run)["global_step"] == 4096
 
-    assert pufferl.main(["eval", "bandit", "--load-model-path", "latest", "--eval.fps", "0", "--eval.episodes", "2", *flags[:2]]) == 0
+    assert cli.main(["eval", "bandit", "--load-model-path", "latest", "--eval.fps", "0", "--eval.episodes", "2", *flags[:2]]) == 0
     assert "Mean return of agent 0 over 2 episodes" in capsys.readouterr().out
 
-    assert pufferl.main(["plot", str(run), "--metric", "env/score"]) == 0
+    assert cli.main(["plot", str(run), "--metric", "env/score"]) == 0
     assert (run / "env_score.png").stat().st_size > 0
 
 
@@ -387,9 +405,9 @@ def test_ctrl_c_saves_and_exits_cleanly(tmp_path):
     handler_before = signal.getsignal(signal.SIGINT)
     presser = threading.Thread(target=interrupt_once_training)
     presser.start()
-    trainer = pufferl.train("puffer_squared", config)
+    trainer = cli.train("puffer_squared", config)
     presser.join()
-    checkpoint = pufferl.read_checkpoint(trainer.run_dir)
+    checkpoint = read_checkpoint(trainer.run_dir)
     assert 0 < checkpoint["global_step"] < 100_000_000
     assert checkpoint["epoch"] == trainer.epoch  # saved at the end of the epoch it was pressed in
     assert signal.getsignal(signal.SIGINT) is handler_before  # handler restored
@@ -398,13 +416,13 @@ def test_ctrl_c_saves_and_exits_cleanly(tmp_path):
 def test_latest_is_the_newest_run_of_that_env(tmp_path):
     for name in ("puffer_squared_20260101-000000", "puffer_squared_20260102-000000", "puffer_bandit_20260103-000000"):
         (tmp_path / name).mkdir()
-        pufferl.save_atomic({"format": "x"}, tmp_path / name / "checkpoint.pt")
+        save_atomic({"format": "x"}, tmp_path / name / "checkpoint.pt")
     os.utime(tmp_path / "puffer_squared_20260101-000000" / "checkpoint.pt", (2e9, 2e9))
-    assert pufferl.resolve_checkpoint("latest", tmp_path, "puffer_squared").parent.name == "puffer_squared_20260101-000000"
-    assert pufferl.resolve_checkpoint("latest", tmp_path, "puffer_bandit").parent.name == "puffer_bandit_20260103-000000"
+    assert resolve_checkpoint("latest", tmp_path, "puffer_squared").parent.name == "puffer_squared_20260101-000000"
+    assert resolve_checkpoint("latest", tmp_path, "puffer_bandit").parent.name == "puffer_bandit_20260103-000000"
     shutil.rmtree(tmp_path / "puffer_bandit_20260103-000000")
     with pytest.raises(CheckpointError, match="No runs of puffer_bandit"):
-        pufferl.resolve_checkpoint("latest", tmp_path, "puffer_bandit")
+        resolve_checkpoint("latest", tmp_path, "puffer_bandit")
 
 
 # -- rollout storage with pools and padded agents ------------------------------------------------
@@ -413,11 +431,11 @@ def test_latest_is_the_newest_run_of_that_env(tmp_path):
 class PaddedEnv(pufferlib.PufferEnv):
     """Agent i observes i; agent 0 is padding (mask False) for ever. Reward 1 for action 1."""
 
-    def __init__(self, num_agents=4):
+    def __init__(self, num_agents=4, buf=None):
         self.single_observation_space = gymnasium.spaces.Box(0, 100, (1,), np.float32)
         self.single_action_space = gymnasium.spaces.Discrete(2)
         self.num_agents = num_agents
-        super().__init__()
+        super().__init__(buf)
         self.observations[:, 0] = np.arange(num_agents)
         self.masks[0] = False
 
@@ -431,14 +449,60 @@ class PaddedEnv(pufferlib.PufferEnv):
 
 def test_padded_agents_take_no_rows_and_the_batch_still_fills():
     config = config_for("puffer_bandit", "--train.horizon", "4", "--train.batch-size", "16", "--train.minibatch-size", "8")
-    env = PaddedEnv()
-    trainer = pufferl.PuffeRL(config, env, pufferl.make_policy(env, config))
-    trainer.evaluate()
+    env = vector.make(PaddedEnv, backend="Serial")
+    trainer = pufferl.PuffeRL(config, env, assemble.make_policy(env, config))
+    trainer.collect()
     assert trainer.global_step == 16
-    observed = trainer.observations[..., 0]
+    observed = trainer.buffer.observations[..., 0]
     assert not (observed == 0).any()  # agent 0 never stored
     assert all(len(set(row.tolist())) == 1 for row in observed)  # each row is one agent's steps
     trainer.train()
+
+
+def segment_buffer(segments, horizon, num_agents, state_size=0):
+    space = gymnasium.spaces.Box(0, 1000, (1,), np.float32)
+    start_state = (torch.full((segments, state_size), -1.0),) if state_size else ()
+    return pufferl.SegmentBuffer(segments, horizon, num_agents, space, gymnasium.spaces.Discrete(2), start_state, "cpu")
+
+
+def store_step(buffer, env_ids, step, masks=None, state=()):
+    """Stores one step in which agent i observes 100 * i + step."""
+    env_ids = np.asarray(env_ids)
+    n = len(env_ids)
+    masks = np.ones(n, dtype=bool) if masks is None else np.asarray(masks)
+    obs = torch.tensor(100.0 * env_ids + step, dtype=torch.float32).view(n, 1)
+    zeros = torch.zeros(n)
+    return buffer.store(env_ids, masks, obs, zeros.bool(), zeros.long(), zeros, zeros, np.zeros(n, np.float32), state)
+
+
+def test_segment_buffer_skips_padded_agents():
+    buffer = segment_buffer(segments=3, horizon=2, num_agents=4)
+    stored = [store_step(buffer, [0, 1, 2, 3], step, masks=[False, True, True, True]) for step in range(2)]
+    assert stored == [3, 3] and buffer.full
+    assert buffer.observations[..., 0].tolist() == [[100, 101], [200, 201], [300, 301]]
+
+
+def test_segment_buffer_fills_from_pooled_batches_and_stops_when_full():
+    buffer = segment_buffer(segments=3, horizon=2, num_agents=4)
+    # An EnvPool-style backend: each step returns whichever half of the agents is ready.
+    batches = [[0, 1], [2, 3], [1, 0], [3, 2], [0, 1]]
+    stored = [store_step(buffer, ids, step) for step, ids in enumerate(batches)]
+    assert buffer.full
+    rows = buffer.observations[..., 0].tolist()
+    # Agents 0 and 1 took rows 0 and 1 first, agent 2 row 2; agent 3 found no row left.
+    assert rows == [[0, 2], [100, 102], [201, 203]]
+    assert stored == [2, 1, 2, 1, 0]
+
+
+def test_segment_buffer_keeps_the_state_each_segment_started_from():
+    buffer = segment_buffer(segments=4, horizon=2, num_agents=2, state_size=3)
+    for step in range(4):
+        state = (torch.tensor([[10.0 * step] * 3, [10.0 * step + 1] * 3]),)
+        store_step(buffer, [0, 1], step, state=state)
+    assert buffer.full
+    # Segments start at steps 0 and 2 of each agent: rows 0, 1 at step 0; rows 2, 3 at step 2.
+    assert buffer.start_state[0][:, 0].tolist() == [0, 1, 20, 21]
+    assert buffer.observations[..., 0].tolist() == [[0, 1], [100, 101], [2, 3], [102, 103]]
 
 
 def test_async_pool_backend_fills_the_batch():
@@ -451,5 +515,5 @@ def test_async_pool_backend_fills_the_batch():
     run_epochs(trainer, 3)
     assert trainer.global_step == 3 * trainer.batch_size
     # Every row holds one agent's consecutive steps: each observation shows that agent's grid.
-    assert torch.all(trainer.observations.sum(-1) > 0)
+    assert torch.all(trainer.buffer.observations.sum(-1) > 0)
     trainer.close()

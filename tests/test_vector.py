@@ -22,6 +22,7 @@ import time
 import gymnasium
 import numpy as np
 import pytest
+from conftest import random_actions
 
 import ocean
 from pufferlib import APIUsageError, vector
@@ -99,9 +100,8 @@ def rollout(envs, steps, seed=7, action_seed=0):
     observations, infos = envs.reset(seed=seed)
     frames, all_infos = [observations.copy()], [infos]
     rng = np.random.default_rng(action_seed)
-    space = envs.single_action_space
     for _ in range(steps):
-        actions = rng.integers(0, space.n, envs.agents_per_batch)
+        actions = random_actions(envs.single_action_space, envs.agents_per_batch, rng)
         observations, rewards, terminals, truncations, infos = envs.step(actions)
         frames.append((observations.copy(), rewards.copy(), terminals.copy(), truncations.copy()))
         all_infos.append(infos)
@@ -379,6 +379,7 @@ def test_no_process_or_shared_memory_outlives_the_vector_env(ending):
 # Ray -----------------------------------------------------------------------------------------
 
 
+@pytest.mark.ray
 @pytest.mark.timeout(240)
 @pytest.mark.skipif(IN_RAY_NAMESPACE, reason="this is the outer runner")
 def test_ray_in_a_private_network_namespace():
@@ -474,6 +475,7 @@ def ray_cluster():
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 
+@pytest.mark.ray
 @pytest.mark.timeout(180)
 @pytest.mark.skipif(not IN_RAY_NAMESPACE, reason="run by test_ray_in_a_private_network_namespace")
 def test_ray_cluster_matches_serial(ray_cluster):
@@ -503,6 +505,7 @@ def test_ray_cluster_matches_serial(ray_cluster):
     failing.close()
 
 
+@pytest.mark.ray
 @pytest.mark.timeout(120)
 @pytest.mark.skipif(not IN_RAY_NAMESPACE, reason="run by test_ray_in_a_private_network_namespace")
 def test_ray_local_init_matches_serial():

@@ -2,7 +2,7 @@
 
 ``puffer_craftax`` observes the reference's 8,268 float32 symbolic observation; ``puffer_craftax_compact``
 the same information in 996 bytes (see docs/craftax.md). 43 actions. Rewards, terminals and
-observations match the reference's auto-resetting env step for step (scripts/craftax_parity.py),
+observations match the reference's auto-resetting env step for step (ocean/craftax/parity.py),
 except with a reset pool, an opt-in speed option whose resets copy pre-generated worlds.
 """
 
@@ -12,9 +12,9 @@ import numpy as np
 from ocean.craftax import binding
 from ocean.env import OceanEnv, check_int
 
-OBS_SIZE = 8268
-COMPACT_OBS_BYTES = 996
-NUM_ACTIONS = 43
+OBS_SIZE = binding.LAYOUT["obs_size"]
+COMPACT_OBS_BYTES = binding.LAYOUT["compact_obs_bytes"]
+NUM_ACTIONS = binding.LAYOUT["actions"]
 
 
 _last_pool = {}

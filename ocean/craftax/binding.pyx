@@ -37,6 +37,14 @@ cdef extern from "step.h":
 cdef extern from "observation.h":
     int OBS_SIZE
     int COMPACT_OBS_BYTES
+    int OBS_CELLS
+    int OBS_SCALARS
+    int COMPACT_CELL_BYTES
+    int NUM_BLOCK_TYPES
+    int NUM_ITEM_TYPES
+    int NUM_MOB_CLASSES
+    int MOB_TYPES_PER_CLASS
+    int NUM_ACTIONS
     void write_observation(const GameState* s, float* out, int in_step)
     void write_compact_observation(const GameState* s, uint8_t* out, int in_step)
 
@@ -269,6 +277,12 @@ cdef extern from *:
 
 
 STATE_BYTES = sizeof(GameState)
+# The observation layouts and action count, as the C headers define them.
+LAYOUT = dict(
+    obs_size=OBS_SIZE, compact_obs_bytes=COMPACT_OBS_BYTES, view_cells=OBS_CELLS, scalars=OBS_SCALARS,
+    cell_bytes=COMPACT_CELL_BYTES, block_types=NUM_BLOCK_TYPES, item_types=NUM_ITEM_TYPES,
+    mob_classes=NUM_MOB_CLASSES, mob_types=MOB_TYPES_PER_CLASS, actions=NUM_ACTIONS,
+)
 
 
 def make_reset_pool(int size, uint64_t seed, int num_threads=1):

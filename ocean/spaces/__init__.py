@@ -9,8 +9,8 @@ class Spaces(OceanEnv):
     """A structured observation and action, for testing flattening and nativization.
 
     Observation: a 5x5 ``image`` and a 5-vector ``flat`` of +1/-1, laid out flat (30 floats) and
-    described by ``obs_dtype`` (a numpy structured dtype that ``pufferlib.emulation.nativize``
-    understands). Actions: [is the image sum positive, is the flat sum positive], 0.5 each.
+    described by ``obs_dtype``, a numpy structured dtype: ``obs.view(env.obs_dtype)`` names the two
+    parts. Actions: [is the image sum positive, is the flat sum positive], 0.5 each.
     Optimal score: 1.0; reading only one part scores 0.75.
     """
 

@@ -7,7 +7,7 @@ adds an LSTM around such a policy (or takes a ``pufferlib.models`` recurrent wra
 from torch import nn
 
 from pufferlib.models import LSTMWrapper, RecurrentWrapper
-from pufferlib.pytorch import sample_logits
+from pufferlib.pytorch import clear_finished, sample_logits
 
 
 class Policy(nn.Module):
@@ -53,8 +53,7 @@ class RecurrentPolicy(nn.Module):
             logits, value = self.policy(x, state, done.bool())
             return logits, value.reshape(-1), state
         if done is not None:
-            keep = (~done.bool()).to(state[0].dtype)
-            state = tuple(s * keep.view(-1, *[1] * (s.ndim - 1)) for s in state)
+            state = clear_finished(state, done)
         return self.policy.forward_eval(x, state)
 
     def get_value(self, x, state, done=None):

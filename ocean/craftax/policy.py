@@ -1,0 +1,51 @@
+"""The policy for ``puffer_craftax_compact``; config: ``policy = ocean.craftax.policy:CraftaxCompact``."""
+
+from types import SimpleNamespace
+
+import gymnasium
+import numpy as np
+import torch
+
+from ocean.craftax.binding import LAYOUT
+from pufferlib.exceptions import APIUsageError
+from pufferlib.models import Default
+
+
+class CraftaxCompact(Default):
+    """The Default MLP for ``puffer_craftax_compact``: each batch of 996-byte compact observations is
+    expanded, on the policy's device, into exactly the 8,268 floats of the full observation (layout
+    in docs/craftax.md), so the policy sees what one on ``puffer_craftax`` sees while rollouts store
+    and move 33x fewer bytes.
+    """
+
+    view_cells, cell_bytes, scalars = LAYOUT["view_cells"], LAYOUT["cell_bytes"], LAYOUT["scalars"]
+    block_types, item_types = LAYOUT["block_types"], LAYOUT["item_types"]
+    mob_classes, mob_types = LAYOUT["mob_classes"], LAYOUT["mob_types"]
+    full_size = LAYOUT["obs_size"]
+
+    def __init__(self, env, hidden_size=128, num_layers=1):
+        space = env.single_observation_space
+        if space.shape != (LAYOUT["compact_obs_bytes"],) or space.dtype != np.uint8:
+            raise APIUsageError(
+                f"CraftaxCompact needs puffer_craftax_compact's {LAYOUT['compact_obs_bytes']} uint8 observations, got {space}"
+            )
+        full = gymnasium.spaces.Box(0.0, 1.0, (self.full_size,), np.float32)
+        super().__init__(SimpleNamespace(single_observation_space=full, single_action_space=env.single_action_space), hidden_size, num_layers)
+        self.register_buffer("block_ids", torch.arange(self.block_types, dtype=torch.uint8), persistent=False)
+        self.register_buffer("item_ids", torch.arange(self.item_types, dtype=torch.uint8), persistent=False)
+        self.register_buffer("mob_bits", 1 << torch.arange(self.mob_types, dtype=torch.uint8), persistent=False)
+
+    def expand(self, compact):
+        """[B, 996] uint8 -> [B, 8,268] float32, bit for bit the full observation."""
+        batch = compact.shape[0]
+        cells = compact[:, : self.view_cells * self.cell_bytes].reshape(batch, self.view_cells, self.cell_bytes)
+        lit = cells[..., 7:8]
+        blocks = (cells[..., 0:1] == self.block_ids) & (lit == 1)
+        items = (cells[..., 1:2] == self.item_ids) & (lit == 1)
+        mobs = (cells[..., 2:7].unsqueeze(-1) & self.mob_bits) != 0
+        channels = torch.cat([blocks, items, mobs.reshape(batch, self.view_cells, -1), lit == 1], dim=-1)
+        scalars = compact[:, self.view_cells * self.cell_bytes :].contiguous().view(torch.float32)
+        return torch.cat([channels.reshape(batch, -1).float(), scalars], dim=1)
+
+    def encode_observations(self, observations):
+        return super().encode_observations(self.expand(observations.reshape(observations.shape[0], -1)))

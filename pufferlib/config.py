@@ -1,0 +1,172 @@
+"""Training configuration: ``.ini`` files and command-line flags.
+
+A run's config is ``pufferlib/configs/default.ini`` overlaid by its env's own ``.ini``. Env configs
+live beside the code of their env family: ``pufferlib/configs/`` for the third-party families and,
+for every package registered under the ``pufferlib.env_configs`` entry point (Ocean registers
+itself in pyproject.toml), any ``.ini`` inside that package. Each names the envs it serves in
+``[base] env_name``. Every key is also a flag: ``--train.learning-rate 0.01``.
+"""
+
+import ast
+import configparser
+import contextlib
+import importlib.metadata
+import importlib.util
+from pathlib import Path
+
+from pufferlib.exceptions import did_you_mean
+
+CONFIG_DIR = Path(__file__).resolve().parent / "configs"
+DEFAULT_CONFIG = CONFIG_DIR / "default.ini"
+ENTRY_POINT_GROUP = "pufferlib.env_configs"
+# Sections whose keys belong to one env or one policy class: an env's .ini replaces them whole.
+REPLACED_SECTIONS = ("env", "policy")
+
+
+class ConfigError(ValueError):
+    """A config file or command-line flag that cannot be used as given."""
+
+
+def parse_value(text):
+    """An .ini value as a Python value: bools, None, ints (1_000_000), floats, else the string."""
+    text = text.strip()
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    if text.lower() == "none":
+        return None
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def read_ini(path):
+    parser = configparser.ConfigParser(inline_comment_prefixes=("#",))
+    parser.optionxform = str  # keys are case-sensitive identifiers
+    with open(path) as f:
+        parser.read_file(f)
+    return {section: {key: parse_value(value) for key, value in parser[section].items()} for section in parser.sections()}
+
+
+def config_dirs():
+    """pufferlib/configs/ and the folder of every package registered as holding env configs.
+
+    The packages are located, not imported: finding configs never loads compiled envs."""
+    dirs = [CONFIG_DIR]
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        spec = importlib.util.find_spec(entry.value)
+        if spec is None or not spec.submodule_search_locations:
+            raise ConfigError(f"Entry point {entry.name} = {entry.value!r} ({ENTRY_POINT_GROUP}) names no package")
+        dirs.extend(Path(location) for location in spec.submodule_search_locations)
+    return dirs
+
+
+def env_config_files():
+    """{env name: .ini path} for every env config in ``config_dirs()`` ([base] env_name)."""
+    found = {}
+    for path in sorted(path for folder in config_dirs() for path in folder.rglob("*.ini")):
+        if path == DEFAULT_CONFIG:
+            continue
+        names = read_ini(path).get("base", {}).get("env_name")
+        for name in str(names or "").replace(",", " ").split():
+            found[name] = path
+    return found
+
+
+def canonical_env_name(env_name):
+    """Ocean envs may be named without their prefix: 'squared' -> 'puffer_squared'."""
+    files = env_config_files()
+    if env_name not in files and f"puffer_{env_name}" in files:
+        return f"puffer_{env_name}"
+    return env_name
+
+
+def load_config(env_name):
+    """default.ini, overlaid by the env's own .ini. Unknown keys in an env .ini are errors."""
+    config = read_ini(DEFAULT_CONFIG)
+    files = env_config_files()
+    if env_name not in files:
+        hint = did_you_mean(env_name, files)
+        raise ConfigError(
+            f"No config for env {env_name!r}.{hint} Known envs: {', '.join(sorted(files))}"
+        )
+    for section, values in read_ini(files[env_name]).items():
+        if section in REPLACED_SECTIONS:
+            config[section] = dict(values)
+            continue
+        if section not in config:
+            raise ConfigError(f"{files[env_name]}: unknown section [{section}]; valid: {', '.join(config)}")
+        for key, value in values.items():
+            if key not in config[section]:
+                raise ConfigError(f"{files[env_name]}: unknown key {key!r} in [{section}]")
+            config[section][key] = value
+    config["base"]["env_name"] = env_name
+    return config
+
+
+def flag_names(config):
+    return [f"--{section}.{key.replace('_', '-')}" for section, values in config.items() for key in values]
+
+
+def convert_flag(flag, text, default):
+    """Casts a flag's text to the type of the key's default value ("1e6" is a fine integer)."""
+    expected = None
+    if isinstance(default, bool):
+        if text.lower() in ("true", "1", "yes", "on"):
+            return True
+        if text.lower() in ("false", "0", "no", "off"):
+            return False
+        expected = "true or false"
+    elif isinstance(default, int):
+        with contextlib.suppress(ValueError):
+            number = float(text.replace("_", ""))
+            if number.is_integer():
+                return int(number)
+        expected = "an integer"
+    elif isinstance(default, float):
+        with contextlib.suppress(ValueError):
+            return float(text.replace("_", ""))
+        expected = "a number"
+    else:
+        return parse_value(text)
+    raise ConfigError(f"{flag} {text!r}: expected {expected} (default: {default!r})")
+
+
+def apply_flags(config, argv, extra_flags=()):
+    """Applies '--section.key value' / '--section.key=value' flags; hyphens and underscores match.
+
+    An unknown flag is an error naming the closest valid one. ``extra_flags`` are the command's
+    own options, offered as suggestions too.
+    """
+    valid = flag_names(config)
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if not token.startswith("--") or "." not in token.split("=")[0]:
+            hint = did_you_mean(token.split("=")[0], valid + list(extra_flags), cutoff=0.5)
+            raise ConfigError(f"Unknown argument {token!r}.{hint} Flags look like --train.learning-rate 0.01")
+        flag, equals, text = token.partition("=")
+        section, _, key = flag[2:].partition(".")
+        key = key.replace("-", "_")
+        if section not in config or key not in config[section]:
+            hint = did_you_mean(flag.replace("_", "-"), valid + list(extra_flags), cutoff=0.5, otherwise=" Run with --help to list every flag.")
+            raise ConfigError(f"Unknown flag {flag}.{hint}")
+        default = config[section][key]
+        if not equals:
+            if i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+                text = argv[i + 1]
+                i += 1
+            elif isinstance(default, bool):
+                text = "true"
+            else:
+                raise ConfigError(f"Flag {flag} needs a value")
+        config[section][key] = convert_flag(flag, text, default)
+        i += 1
+    return config
+
+
+
+def print_flags(config):
+    for section, values in config.items():
+        for key, value in values.items():
+            print(f"  --{section}.{key.replace('_', '-'):<28} {value!r}")

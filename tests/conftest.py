@@ -1,0 +1,39 @@
+"""Markers and helpers shared by the test files.
+
+``make test-fast`` runs what no marker below names, in a couple of minutes; ``make test`` runs all.
+"""
+
+import os
+
+import gymnasium
+import numpy as np
+import pytest
+
+MARKERS = {
+    "slow": "learning runs and long simulations",
+    "docker": "builds and runs real images; needs a docker daemon (.ci/docker.sh)",
+    "ray": "starts a real local Ray cluster",
+    "reference": "checks against the JAX Craftax reference (requirements-craftax.txt)",
+    "gpu": "needs a CUDA GPU; skips without one",
+}
+
+
+def pytest_configure(config):
+    for name, description in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {description}")
+
+
+def unavailable(reason):
+    """Skips the test; under CI (CI=true), where .ci/run provisions everything, fails it instead."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} (CI=true: a skip is a failure here; .ci/run provisions this)", pytrace=False)
+    pytest.skip(reason)
+
+
+def random_actions(space, count, rng):
+    """``count`` random actions of ``space`` (Discrete, MultiDiscrete or Box) as one array."""
+    if isinstance(space, gymnasium.spaces.Discrete):
+        return rng.integers(0, space.n, count).astype(np.int32)
+    if isinstance(space, gymnasium.spaces.MultiDiscrete):
+        return rng.integers(0, space.nvec, (count, *space.shape)).astype(np.int32)
+    return rng.uniform(space.low, space.high, (count, *space.shape)).astype(space.dtype)

@@ -29,19 +29,35 @@ ENV_MODULES = {
 }
 
 
-def env_creator(name):
+# Envs with a GPU version: the same game compiled by nvcc, with device hooks (ocean/vecenv_gpu.cuh).
+GPU_ENV_MODULES = {
+    "puffer_craftax": ("ocean.craftax.gpu", "CraftaxGPU"),
+    "puffer_craftax_compact": ("ocean.craftax.gpu", "CraftaxCompactGPU"),
+}
+
+
+def env_creator(name, device="cpu"):
     """The class registered under ``name`` (``puffer_squared`` or just ``squared``): a batched
-    creator for ``pufferlib.vector.make`` (it takes ``num_envs``)."""
+    creator for ``pufferlib.vector.make`` (it takes ``num_envs``). ``device`` other than cpu picks
+    the env's GPU version, which runs on that device."""
     key = name if name.startswith("puffer_") else f"puffer_{name}"
     if key not in ENV_MODULES:
         hint = did_you_mean(key, ENV_MODULES)
         raise ValueError(f"Unknown Ocean env {name!r}. Valid names: {', '.join(sorted(ENV_MODULES))}.{hint}")
-    module, attribute = ENV_MODULES[key]
+    registry = ENV_MODULES
+    if str(device) != "cpu":
+        if key not in GPU_ENV_MODULES:
+            raise ValueError(f"{key} has no GPU version (device {device!r}); envs that have one: {', '.join(GPU_ENV_MODULES)}")
+        registry = GPU_ENV_MODULES
+    module, attribute = registry[key]
     return getattr(importlib.import_module(module), attribute)
 
 
-def make(name, num_envs=1, **params):
-    """Builds ``num_envs`` copies of the Ocean env ``name`` with the given game parameters."""
+def make(name, num_envs=1, device="cpu", **params):
+    """Builds ``num_envs`` copies of the Ocean env ``name`` with the given game parameters; on a
+    GPU (``device="cuda"``) for envs that have a GPU version."""
+    if str(device) != "cpu":
+        return env_creator(name, device)(num_envs=num_envs, device=device, **params)
     return env_creator(name)(num_envs=num_envs, **params)
 
 

@@ -33,15 +33,21 @@ def make_vecenv(env_name, config, num_envs=None):
     (``async_reset``/``send``/``recv``) of ``pufferlib.vector``.
 
     With backend 'native', a batched env (an Ocean env) is stepped in this process by its own C
-    vecenv with ``[vec] num_threads`` threads, the fastest way to run it.
+    vecenv with ``[vec] num_threads`` threads, the fastest way to run it. With ``[vec] device``
+    cuda, the env's GPU version is built instead: it has device hooks (``gpu_step``, ...) in place
+    of that surface.
     """
     vec = config["vec"]
     env_kwargs = dict(config["env"])
+    num_envs = num_envs or vec["num_envs"]
+    if vec["device"] != "cpu":
+        # An env on the GPU is its own vectorization: the trainer drives its device hooks.
+        creator = env_family(config).env_creator(env_name, device=vec["device"])
+        return creator(num_envs=num_envs, device=vec["device"], **env_kwargs)
     if str(vec["backend"]).lower() == "native":
         env_kwargs["num_threads"] = vec["num_threads"]
     return pufferlib.vector.make(
-        env_family(config).env_creator(env_name), env_kwargs=env_kwargs, backend=vec["backend"],
-        num_envs=num_envs or vec["num_envs"],
+        env_family(config).env_creator(env_name), env_kwargs=env_kwargs, backend=vec["backend"], num_envs=num_envs,
         num_workers=None if vec["num_workers"] == "auto" else vec["num_workers"],
         batch_size=None if vec["batch_size"] == "auto" else vec["batch_size"],
         seed=config["base"]["seed"],

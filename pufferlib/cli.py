@@ -149,6 +149,8 @@ def evaluate_policy(env_name, config, checkpoint):
     if checkpoint["env_name"] != env_name:
         raise CheckpointError(f"{checkpoint['path']} was trained on {checkpoint['env_name']}, not {env_name}")
     device = resolve_device(config["train"]["device"])
+    # A policy trained on an env's GPU version plays its CPU version: the same game, bit for bit.
+    config["vec"]["device"] = "cpu"
     env = make_vecenv(env_name, config, num_envs=eval_config["num_envs"])
     policy = make_policy(env, config).to(device)
     check_architecture(checkpoint, policy, env)
@@ -209,15 +211,24 @@ def evaluate_policy(env_name, config, checkpoint):
     return stats
 
 
-def bench(env_name, config):
-    """Env-only SPS (random actions, no policy) and full training SPS, `[bench] seconds` each."""
-    seconds = config["bench"]["seconds"]
-    env = make_vecenv(env_name, config)
-    env.async_reset(config["base"]["seed"])
+def env_steps_per_second(env, seconds, seed):
+    """Steps ``env`` with uniform random actions for ``seconds``; an env with device hooks is
+    stepped on its device with actions drawn there."""
     space = env.single_action_space
-    rng = np.random.default_rng(config["base"]["seed"])
-    env.recv()
     steps, start = 0, time.time()
+    if hasattr(env, "gpu_step"):
+        env.gpu_reset(seed)
+        generator = torch.Generator(device=env.device)
+        generator.manual_seed(seed)
+        while time.time() - start < seconds:
+            for _ in range(100):
+                env.gpu_step(torch.randint(0, space.n, (env.num_agents,), device=env.device, generator=generator))
+            torch.cuda.synchronize(env.device)
+            steps += 100 * env.num_agents
+        return steps / (time.time() - start)
+    env.async_reset(seed)
+    rng = np.random.default_rng(seed)
+    env.recv()
     while time.time() - start < seconds:
         if hasattr(space, "nvec"):
             actions = rng.integers(0, space.nvec, size=(env.num_agents, *space.shape))
@@ -228,7 +239,14 @@ def bench(env_name, config):
         env.send(actions)
         _, _, _, _, _, env_ids, _ = env.recv()
         steps += len(env_ids)
-    env_sps = steps / (time.time() - start)
+    return steps / (time.time() - start)
+
+
+def bench(env_name, config):
+    """Env-only SPS (random actions, no policy) and full training SPS, `[bench] seconds` each."""
+    seconds = config["bench"]["seconds"]
+    env = make_vecenv(env_name, config)
+    env_sps = env_steps_per_second(env, seconds, config["base"]["seed"])
     env.close()
 
     vecenv = make_vecenv(env_name, config)

@@ -240,12 +240,10 @@ class SegmentBuffer:
             env_ids, rows, rewards = env_ids[stored], rows[stored], np.asarray(rewards)[stored]
         cols = self.col_of[env_ids]
         count = len(env_ids)
+        rewards = torch.as_tensor(rewards).to(device, non_blocking=True)
         if count and np.all(cols == cols[0]) and np.array_equal(rows, np.arange(rows[0], rows[0] + count)):
             # Every stored agent at the same step of consecutive rows (synchronous envs): slices.
-            where = (slice(int(rows[0]), int(rows[0]) + count), int(cols[0]))
-            if cols[0] == 0:
-                for k, s in enumerate(state):
-                    self.start_state[k][where[0]] = s
+            self.write_rows(int(rows[0]), int(cols[0]), obs, dones, actions, logprobs, values, rewards, state)
         else:
             where = (torch.as_tensor(rows, device=device), torch.as_tensor(cols, device=device))
             first = cols == 0
@@ -253,12 +251,7 @@ class SegmentBuffer:
                 first_t = torch.as_tensor(first, device=device)
                 for k, s in enumerate(state):
                     self.start_state[k][where[0][first_t]] = s[first_t]
-        self.observations[where] = obs
-        self.actions[where] = actions.to(self.actions.dtype)
-        self.logprobs[where] = logprobs.float()
-        self.rewards[where] = torch.as_tensor(rewards).to(device, non_blocking=True)
-        self.dones[where] = dones.float()
-        self.values[where] = values.float()
+            self._write(where, obs, dones, actions, logprobs, values, rewards)
 
         self.col_of[env_ids] = cols + 1
         full = env_ids[cols + 1 == self.horizon]
@@ -266,6 +259,23 @@ class SegmentBuffer:
         self.row_of[full] = self.UNASSIGNED
         self.col_of[full] = 0
         return count
+
+    def write_rows(self, first_row, col, obs, dones, actions, logprobs, values, rewards, state):
+        """Writes step ``col`` of the consecutive rows from ``first_row``, one per agent given
+        (device tensors); the recurrent state is kept as the rows' start at step 0."""
+        rows = slice(first_row, first_row + len(obs))
+        if col == 0:
+            for k, s in enumerate(state):
+                self.start_state[k][rows] = s
+        self._write((rows, col), obs, dones, actions, logprobs, values, rewards)
+
+    def _write(self, where, obs, dones, actions, logprobs, values, rewards):
+        self.observations[where] = obs
+        self.actions[where] = actions.to(self.actions.dtype)
+        self.logprobs[where] = logprobs.float()
+        self.rewards[where] = rewards
+        self.dones[where] = dones.float()
+        self.values[where] = values.float()
 
 
 # The trainer ----------------------------------------------------------------------------------
@@ -282,6 +292,10 @@ class PuffeRL:
         self.seed = config["base"]["seed"]
         set_torch_threads(config)
         self.vecenv = vecenv
+        # An env with device hooks lives on the GPU: the rollout then never leaves the device.
+        self.env_on_device = hasattr(vecenv, "gpu_step")
+        if self.env_on_device and torch.device(vecenv.device) != torch.device(self.device):
+            raise ConfigError(f"the env runs on {vecenv.device} and the trainer on {self.device}: use --train.device {vecenv.device}")
         self.policy = policy.to(self.device)
         self.num_agents = vecenv.num_agents
         self.agent_ids = np.arange(self.num_agents)
@@ -302,6 +316,11 @@ class PuffeRL:
         minibatch_size = min(train["minibatch_size"], batch_size)
         if minibatch_size % self.horizon:
             raise ConfigError(f"--train.minibatch-size {minibatch_size} must be a multiple of --train.horizon {self.horizon}")
+        if self.env_on_device and self.segments % self.num_agents:
+            raise ConfigError(
+                f"--train.batch-size {batch_size}: an env on the GPU fills every agent's row each step, so the batch "
+                f"must be a multiple of num_agents * horizon = {self.num_agents * self.horizon}"
+            )
         self.batch_size = batch_size
         self.minibatch_segments = minibatch_size // self.horizon
         self.total_minibatches = max(1, train["update_epochs"] * self.segments // self.minibatch_segments)
@@ -360,11 +379,27 @@ class PuffeRL:
         return self.seed + 1_000_003 * self.epoch
 
     def reset_envs(self):
-        self.vecenv.async_reset(self.env_seed())
+        if self.env_on_device:
+            self.vecenv.gpu_reset(self.env_seed())
+        else:
+            self.vecenv.async_reset(self.env_seed())
         self.state = self.policy.initial_state(self.num_agents, self.device)
+
+    def act(self, obs, dones, agents=slice(None)):
+        """The policy's actions for ``agents``, from the memory they had (cleared where their
+        episode just ended). Returns (actions, logprobs, values, the state they acted from)."""
+        with torch.inference_mode(), self.autocast():
+            state = clear_finished(tuple(s[agents] for s in self.state), dones)
+            logits, value, new_state = self.forward_eval(obs, state)
+            action, logprob, _ = sample_logits(logits, generator=self.generator)
+        for k, s in enumerate(new_state):
+            self.state[k][agents] = s
+        return action, logprob, value, state
 
     def collect(self):
         """Collects one batch: steps the envs until every segment row holds `horizon` steps."""
+        if self.env_on_device:
+            return self.collect_on_device()
         start = time.time()
         device, buffer = self.device, self.buffer
         buffer.begin()
@@ -381,16 +416,30 @@ class PuffeRL:
             everyone = len(env_ids) == self.num_agents and np.array_equal(env_ids, self.agent_ids)
             agents = slice(None) if everyone else torch.as_tensor(env_ids, device=device)
 
-            with torch.inference_mode(), self.autocast():
-                state = clear_finished(tuple(s[agents] for s in self.state), dones)
-                logits, value, new_state = self.forward_eval(obs, state)
-                action, logprob, _ = sample_logits(logits, generator=self.generator)
-            for k, s in enumerate(new_state):
-                self.state[k][agents] = s
+            action, logprob, value, state = self.act(obs, dones, agents)
             actions = action.cpu().numpy()
             self.global_step += buffer.store(env_ids, masks, obs, dones, action, logprob, value, rewards, state)
             self.vecenv.send(actions)
         self.episode_stats = mean_infos(infos)
+        self.env_stats = self.episode_stats or self.env_stats
+        self.timings["rollout"] = time.time() - start
+
+    def collect_on_device(self):
+        """The rollout of an env with device hooks: every agent acts every step, so agent i fills
+        row i (and i + N, ... when the batch holds several segments per agent) column by column.
+        Actions go from the policy to the env as they are; no step copies to the host or waits
+        for the device. The episode logs are fetched once, at the end."""
+        start = time.time()
+        env, buffer, agents = self.vecenv, self.buffer, self.num_agents
+        for first_row in range(0, self.segments, agents):
+            for col in range(self.horizon):
+                dones = env.terminals | env.truncations
+                action, logprob, value, state = self.act(env.observations, dones)
+                buffer.write_rows(first_row, col, env.observations, dones, action, logprob, value, env.rewards, state)
+                env.gpu_step(action)
+        self.global_step += self.batch_size
+        logs = env.gpu_sync_logs()
+        self.episode_stats = mean_infos([logs] if logs else [])
         self.env_stats = self.episode_stats or self.env_stats
         self.timings["rollout"] = time.time() - start
 

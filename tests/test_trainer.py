@@ -245,6 +245,7 @@ def test_memoryless_policy_cannot_solve_memory():
     assert not solves(config_for("puffer_memory", "--base.rnn", "none"), max_epochs=40)
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("rnn", ["none", "mingru"])
 def test_gpu_path_learns_and_resumes(tmp_path, rnn):
@@ -517,3 +518,66 @@ def test_async_pool_backend_fills_the_batch():
     # Every row holds one agent's consecutive steps: each observation shows that agent's grid.
     assert torch.all(trainer.buffer.observations.sum(-1) > 0)
     trainer.close()
+
+
+# -- envs with device hooks --------------------------------------------------------------------
+
+
+class HookedSquared:
+    """puffer_squared behind the device hooks, on the CPU: torch tensors share the env's numpy
+    buffers, so the trainer's device path can be checked against its host path anywhere."""
+
+    def __init__(self, num_envs, **params):
+        self.env = ocean.make("puffer_squared", num_envs=num_envs, **params)
+        self.device = torch.device("cpu")
+        self.num_agents = num_envs
+        self.single_observation_space = self.env.single_observation_space
+        self.single_action_space = self.env.single_action_space
+        self.observations = torch.from_numpy(self.env.observations)
+        self.rewards = torch.from_numpy(self.env.rewards)
+        self.terminals = torch.from_numpy(self.env.terminals.view(np.bool_))
+        self.truncations = torch.from_numpy(self.env.truncations.view(np.bool_))
+        self.logs = []
+
+    def gpu_reset(self, seed):
+        self.env.reset(seed)
+
+    def gpu_step(self, actions):
+        self.logs += self.env.step(actions.numpy().astype(np.int32))[4]
+
+    def gpu_sync_logs(self):
+        logs, self.logs = pufferl.mean_infos(self.logs + [self.env.log() or {}]), []
+        return logs or None
+
+    def close(self):
+        self.env.close()
+
+
+@pytest.mark.parametrize("flags", [[], ["--base.rnn", "lstm"], ["--train.batch-size", "1024"]])
+def test_device_hook_rollout_matches_the_host_rollout(flags):
+    config = config_for("puffer_squared", "--vec.num-envs", "16", "--train.horizon", "16", "--train.minibatch-size", "128",
+                        "--env.size", "5", *flags)
+    host = make_trainer(config)
+    hooked_env = HookedSquared(16, **config["env"])
+    hooked = pufferl.PuffeRL(config, hooked_env, assemble.make_policy(hooked_env, config))
+    assert hooked.env_on_device and not host.env_on_device
+    for _ in range(3):
+        host.collect()
+        hooked.collect()
+        for name in ("observations", "actions", "logprobs", "rewards", "dones", "values"):
+            assert torch.equal(getattr(host.buffer, name), getattr(hooked.buffer, name)), name
+        for a, b in zip(host.buffer.start_state, hooked.buffer.start_state):
+            assert torch.equal(a, b)
+        host.train()
+        hooked.train()
+        assert host.losses == hooked.losses
+    assert host.global_step == hooked.global_step
+    # Logs are fetched once per epoch instead of every log_interval steps: the same statistics.
+    assert hooked.env_stats["episodes"] > 0 and set(hooked.env_stats) == set(host.env_stats)
+
+
+def test_device_hook_env_needs_whole_rows_per_agent():
+    config = config_for("puffer_squared", "--train.horizon", "16", "--train.batch-size", "384", "--train.minibatch-size", "128")
+    env = HookedSquared(16)
+    with pytest.raises(ConfigError, match="multiple of num_agents"):
+        pufferl.PuffeRL(config, env, assemble.make_policy(env, config))

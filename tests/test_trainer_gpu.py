@@ -1,0 +1,76 @@
+"""The trainer with an env on the GPU (device hooks): no host synchronization per step, and the
+same rollout as with the C env on the host. Skips without a CUDA GPU and the CUDA Craftax build."""
+
+import pytest
+import torch
+
+from pufferlib import assemble, pufferl
+from pufferlib.config import apply_flags, load_config
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (this torch sees none)"),
+]
+
+
+def craftax_config(*flags):
+    config = load_config("puffer_craftax_compact")
+    return apply_flags(config, [
+        "--train.device", "cuda", "--vec.num-envs", "256", "--train.horizon", "16", "--train.minibatch-size", "1024",
+        "--env.reset-pool-size", "64", "--train.dashboard", "plain", *flags,
+    ])
+
+
+def make_trainer(config):
+    vecenv = assemble.make_vecenv(config["base"]["env_name"], config)
+    return pufferl.PuffeRL(config, vecenv, assemble.make_policy(vecenv, config))
+
+
+@pytest.fixture(scope="module")
+def gpu_env_built():
+    try:
+        import ocean.craftax.gpu  # noqa: F401
+    except ImportError as error:
+        pytest.skip(f"the CUDA Craftax is not built ({error})")
+
+
+def test_rollout_issues_no_host_synchronization(gpu_env_built, monkeypatch):
+    trainer = make_trainer(craftax_config("--vec.device", "cuda"))
+    assert trainer.env_on_device
+    trainer.collect()  # warm-up: compilation and CUDA graph capture may synchronize
+    monkeypatch.setattr(trainer.vecenv, "gpu_sync_logs", lambda: None)  # the one sync per epoch, by design
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        trainer.collect()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    trainer.close()
+
+
+@pytest.mark.parametrize("flags", [[], ["--base.rnn", "mingru"]])
+def test_gpu_env_rollout_equals_the_host_env_rollout(gpu_env_built, flags):
+    """Same seeds, same policy, same device: the GPU env's batch is the C env's, bit for bit."""
+    host = make_trainer(craftax_config(*flags))
+    device = make_trainer(craftax_config("--vec.device", "cuda", *flags))
+    assert device.env_on_device and not host.env_on_device
+    for _ in range(2):
+        host.collect()
+        device.collect()
+        for name in ("observations", "actions", "rewards", "dones", "values", "logprobs"):
+            assert torch.equal(getattr(host.buffer, name), getattr(device.buffer, name)), name
+        host.train()
+        device.train()
+    host.close()
+    device.close()
+
+
+def test_training_on_the_gpu_env_logs_episodes(gpu_env_built):
+    config = craftax_config("--vec.device", "cuda", "--vec.num-envs", "1024", "--train.horizon", "64",
+                            "--train.minibatch-size", "16384")
+    trainer = make_trainer(config)
+    for _ in range(40):
+        trainer.collect()
+        trainer.train()
+    assert trainer.env_stats.get("episodes", 0) > 0 and 0 <= trainer.env_stats["score"] <= 100
+    trainer.close()

@@ -115,6 +115,28 @@ class OceanEnv(PufferEnv):
         """Mean episode statistics since the last report, or None when no episode ended."""
         return self.c_envs.log()
 
+    def get_state(self):
+        """Everything the next steps depend on (the C envs and the buffers they last wrote), for a
+        checkpoint; None for a game that cannot be saved."""
+        envs = self.c_envs.save_state()
+        if envs is None or not self.started:
+            return None
+        buffers = {name: getattr(self, name).tobytes() for name in ("observations", "rewards", "terminals", "truncations", "masks")}
+        return dict(name=self.name, params=self.params, num_envs=self.num_envs, envs=envs, ticks=self.ticks, buffers=buffers)
+
+    def set_state(self, state):
+        """Restores ``get_state``'s result into envs built with the same name, count and parameters."""
+        mine = dict(name=self.name, params=self.params, num_envs=self.num_envs)
+        theirs = {key: state.get(key) for key in mine}
+        if theirs != mine:
+            raise ValueError(f"{self.name}: saved state is of {theirs}, these envs are {mine}")
+        self.c_envs.load_state(state["envs"])
+        for name, data in state["buffers"].items():
+            buffer = getattr(self, name)
+            buffer[...] = np.frombuffer(data, dtype=buffer.dtype).reshape(buffer.shape)
+        self.ticks = state["ticks"]
+        self.started = True
+
     def render(self, index=0):
         """ANSI text of env ``index`` (a string; print it)."""
         check_int(self.name, "render index", index, 0, self.num_envs - 1)

@@ -15,6 +15,10 @@
 // and each run of up to n consecutive envs is prepared just before those envs step (Craftax
 // draws their steps' random numbers side by side in SIMD lanes).
 //
+// Checkpoints save each env's struct byte for byte (vec_save_state), so a game keeps its whole
+// state in its struct; one that keeps state behind other pointers (Craftax's 145 KB worlds)
+// defines VEC_NO_SAVE and is resumed with fresh episodes instead.
+//
 // Autoreset: when c_step reports the end of an episode, the env is reset within the same call.
 // The rewards, terminals and truncations of that step are kept, and the observations are already
 // the first ones of the next episode.
@@ -183,4 +187,38 @@ static float vec_log(VecEnv* vec, Log* out, float* return_sum, float* length_sum
         episode->episodes = 0.0f;
     }
     return episodes;
+}
+
+// Bytes of the envs' saved state (their structs and episode sums), or -1 for a VEC_NO_SAVE game.
+static long vec_state_bytes(VecEnv* vec) {
+#ifdef VEC_NO_SAVE
+    (void)vec;
+    return -1;
+#else
+    return (long)vec->num_envs * (long)(sizeof(Env) + sizeof(Episode));
+#endif
+}
+
+static void vec_save_state(VecEnv* vec, char* out) {
+    memcpy(out, vec->envs, (size_t)vec->num_envs * sizeof(Env));
+    memcpy(out + (size_t)vec->num_envs * sizeof(Env), vec->episodes, (size_t)vec->num_envs * sizeof(Episode));
+}
+
+// Restores vec_save_state's bytes; every env keeps the buffers this process bound it to.
+static void vec_load_state(VecEnv* vec, const char* in) {
+    for (int i = 0; i < vec->num_envs; i++) {
+        Env* env = &vec->envs[i];
+        void* observations = env->observations;
+        int* actions = env->actions;
+        float* rewards = env->rewards;
+        unsigned char* terminals = env->terminals;
+        unsigned char* truncations = env->truncations;
+        memcpy(env, in + (size_t)i * sizeof(Env), sizeof(Env));
+        env->observations = observations;
+        env->actions = actions;
+        env->rewards = rewards;
+        env->terminals = terminals;
+        env->truncations = truncations;
+    }
+    memcpy(vec->episodes, in + (size_t)vec->num_envs * sizeof(Env), (size_t)vec->num_envs * sizeof(Episode));
 }

@@ -17,6 +17,9 @@ cdef extern from "vecenv.h":
     long vec_find_bad_action(VecEnv* vec, const int* nvec) nogil
     int vec_step(VecEnv* vec) nogil
     float vec_log(VecEnv* vec, Log* out, float* return_sum, float* length_sum)
+    long vec_state_bytes(VecEnv* vec)
+    void vec_save_state(VecEnv* vec, char* out)
+    void vec_load_state(VecEnv* vec, const char* data)
     int c_render(Env* env, char* buf, int capacity)
 
 DEF RENDER_CAPACITY = 1 << 16
@@ -75,6 +78,20 @@ cdef class CVecEnv:
         means["episode_length"] = length_sum / episodes
         means["episodes"] = int(episodes)
         return means
+
+    def save_state(self):
+        """The envs' state as bytes, or None for a game that cannot be saved (VEC_NO_SAVE)."""
+        cdef long size = vec_state_bytes(self.vec)
+        if size < 0:
+            return None
+        cdef bytearray data = bytearray(size)
+        vec_save_state(self.vec, <char*>data)
+        return bytes(data)
+
+    def load_state(self, bytes data):
+        if vec_state_bytes(self.vec) != len(data):
+            raise ValueError(f"saved env state has {len(data)} bytes, these envs need {vec_state_bytes(self.vec)}")
+        vec_load_state(self.vec, <const char*>data)
 
     def render(self, int index):
         cdef bytearray text = bytearray(RENDER_CAPACITY)

@@ -5,6 +5,7 @@ and ``metrics.jsonl``. A checkpoint holds what resuming needs: weights, optimize
 states and the config, plus the architecture it must agree with to be loaded.
 """
 
+import io
 import os
 import re
 import time
@@ -13,6 +14,7 @@ from pathlib import Path
 import torch
 
 CHECKPOINT_NAME = "checkpoint.pt"
+BEST_NAME = "best.pt"  # the policy that scored best on fresh episodes, beside the last one
 CHECKPOINT_FORMAT = "pufferl-checkpoint-1"
 
 
@@ -21,17 +23,30 @@ class CheckpointError(RuntimeError):
 
 
 def save_atomic(payload, path):
-    """torch.save to a temporary file beside `path`, fsync, then rename over it: a reader (or a
-    crash) never sees a half-written checkpoint."""
+    """torch.save of ``payload`` to ``path``, atomically (see ``write_atomic``)."""
+    data = io.BytesIO()
+    torch.save(payload, data)
+    write_atomic(path, data.getbuffer())
+
+
+def write_atomic(path, data):
+    """Writes ``data`` (bytes or text) to a temporary file beside ``path``, fsyncs it, then renames
+    it over ``path``: a reader, or a crash, never sees a half-written file, and a failed write
+    (a full disk, a read-only folder) leaves the previous file as it was."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         with open(temporary, "wb") as f:
-            torch.save(payload, f)
+            f.write(data.encode() if isinstance(data, str) else data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(temporary, path)
+    except OSError as error:
+        raise CheckpointError(
+            f"cannot write {path}: {error.strerror or error} (errno {error.errno}); the previous file, if any, is "
+            "intact. Free space or choose another folder with --train.data-dir"
+        ) from None
     finally:
         if temporary.exists():
             temporary.unlink()
@@ -109,6 +124,10 @@ def new_run_dir(data_dir, env_name):
     while path.exists():
         path = Path(data_dir) / f"{env_name}_{stamp}_{n}"
         n += 1
-    path.mkdir(parents=True)
+    try:
+        path.mkdir(parents=True)
+    except OSError as error:
+        raise CheckpointError(
+            f"cannot create the run folder {path}: {error.strerror or error}; choose another folder with --train.data-dir"
+        ) from None
     return path
-

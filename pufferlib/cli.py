@@ -17,6 +17,7 @@ import torch
 import pufferlib.models
 from pufferlib.assemble import make_policy, make_vecenv, resolve_device
 from pufferlib.checkpoint import (
+    BEST_NAME,
     CHECKPOINT_NAME,
     CheckpointError,
     check_architecture,
@@ -26,11 +27,14 @@ from pufferlib.checkpoint import (
     resolve_checkpoint,
     run_dirs,
     save_atomic,
+    write_atomic,
 )
 from pufferlib.config import ConfigError, apply_flags, canonical_env_name, env_config_files, load_config, print_flags
 from pufferlib.dashboard import Dashboard, MetricsLog, epoch_metrics, human
+from pufferlib.environment import mean_infos
+from pufferlib.evaluate import SolveCheck, score_policy
 from pufferlib.exceptions import APIUsageError, did_you_mean
-from pufferlib.pufferl import PuffeRL, mean_infos
+from pufferlib.pufferl import NonFiniteError, PuffeRL
 from pufferlib.pytorch import clear_finished, sample_logits
 
 
@@ -46,17 +50,18 @@ def describe_target(config, target):
     base = config["base"]
     what = "the optimal score" if base["solve_score"] == "auto" else f"the target {base['solve_metric']}"
     within = f" within {base['solve_tolerance']:g}" if base["solve_tolerance"] else ""
-    return f"{what} {target:.4g}{within} (mean of the newest {base['solve_episodes']}+ episodes)"
+    return f"{what} {target:.4g}{within}"
 
 
 def train(env_name, config, resume=None, load_model_path=None):
-    """Trains until total_timesteps; returns the trainer (closed) for inspection.
+    """Trains until total_timesteps; returns the trainer (closed) for inspection, with
+    ``final_score`` (the final policy's statistics on fresh episodes) and ``interrupted``.
 
     ``resume`` continues a run from its checkpoint in its own directory; ``load_model_path`` starts
-    a new run from saved weights only. Ctrl-C (in the main thread) finishes the epoch, saves a
-    checkpoint and returns; a second Ctrl-C stops at once.
+    a new run from saved weights only. Ctrl-C (in the main thread) stops at the next step, saves a
+    checkpoint of the last whole epoch and returns; a second Ctrl-C stops at once.
     """
-    train_config = config["train"]
+    train_config, base = config["train"], config["base"]
     checkpoint = None
     if resume:
         checkpoint = read_checkpoint(resolve_checkpoint(resume, train_config["data_dir"], env_name))
@@ -65,8 +70,7 @@ def train(env_name, config, resume=None, load_model_path=None):
         run_dir = Path(checkpoint["path"]).parent
     else:
         run_dir = new_run_dir(train_config["data_dir"], env_name)
-    with open(run_dir / "config.json", "w") as f:
-        json.dump(config, f, indent=2)
+    write_atomic(run_dir / "config.json", json.dumps(config, indent=2))
 
     vecenv = make_vecenv(env_name, config)
     policy = make_policy(vecenv, config)
@@ -78,67 +82,126 @@ def train(env_name, config, resume=None, load_model_path=None):
         check_architecture(weights, trainer.policy, trainer.vecenv)
         load_weights(trainer.policy, weights)
 
-    base = config["base"]
     target = solve_target(config, vecenv)
-    metrics = MetricsLog(run_dir, config)
+    solve_check = SolveCheck(base["solve_metric"], target, base["solve_tolerance"], base["solve_episodes"])
+    # Fresh-episode scoring plays envs of its own (on the CPU: an env's GPU version is the same game).
+    scoring_config = {**config, "vec": {**config["vec"], "device": "cpu"}}
+    scoring_envs = []
+
+    def scoring_env():
+        if not scoring_envs:
+            scoring_envs.append(make_vecenv(env_name, scoring_config, num_envs=vecenv.num_envs))
+        return scoring_envs[0]
+
+    def scoring_seed():
+        return base["seed"] + 1_000_003 * trainer.epoch + 500_009
+
+    def score_now():
+        return score_policy(trainer, scoring_env(), scoring_seed(), base["solve_episodes"], base["score_max_steps"])
+
+    best_path, checkpoint_path = run_dir / BEST_NAME, run_dir / CHECKPOINT_NAME
+    best = [checkpoint.get("best") if checkpoint else None]  # (value, step) of best.pt
+
+    def keep_if_best(stats):
+        value = stats.get(base["solve_metric"])
+        if value is not None and (best[0] is None or value > best[0][0]):
+            best[0] = (value, trainer.global_step)
+            save_atomic({**trainer.state_dict(), "best": best[0]}, best_path)
+
+    metrics = MetricsLog(run_dir, config, resume_epoch=trainer.epoch if checkpoint else None)
     dashboard = Dashboard(trainer, run_dir, train_config["dashboard"], train_config["print_interval"])
-    checkpoint_path = run_dir / CHECKPOINT_NAME
     dashboard.say(
         f"Training {env_name} on {trainer.device}: {pufferlib.models.describe(policy)}, {trainer.num_agents} agents, "
         f"batch {trainer.batch_size}, {trainer.total_minibatches} minibatches of {trainer.minibatch_segments * trainer.horizon}, "
         f"{human(trainer.total_epochs * trainer.batch_size)} steps. Run: {run_dir}"
     )
 
-    interrupted = []
-
     def on_interrupt(signum, frame):
-        interrupted.append(True)
+        trainer.stop_requested = True
         signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C stops at once
 
     handle_interrupt = threading.current_thread() is threading.main_thread()  # where signals arrive
     previous_handler = signal.signal(signal.SIGINT, on_interrupt) if handle_interrupt else None
+    trainer.final_score = {}
     try:
-        while trainer.epoch < trainer.total_epochs and not interrupted:
+        while trainer.epoch < trainer.total_epochs:
             epoch_start, step_start = time.time(), trainer.global_step
-            trainer.collect()
+            if not trainer.collect():
+                break
             trainer.train()
             sps = (trainer.global_step - step_start) / max(time.time() - epoch_start, 1e-9)
             metrics.log(epoch_metrics(trainer, sps))
-            if trainer.check_solved(base["solve_metric"], target, base["solve_tolerance"], base["solve_episodes"]):
-                step, seconds, value = trainer.solved
-                dashboard.say(
-                    f"Solved: reached {describe_target(config, target)} ({base['solve_metric']} {value:.4f}) at step "
-                    f"{human(step)}, {seconds:.1f} s into training"
-                )
-                if base["stop_on_solve"]:
-                    break
+            if trainer.solved is None and solve_check.candidate(trainer.episode_stats):
+                reached, stats = solve_check.confirm(trainer, scoring_env(), scoring_seed(), base["score_max_steps"])
+                value = stats.get(base["solve_metric"])
+                keep_if_best(stats)
+                if reached:
+                    trainer.solved = (trainer.global_step, trainer.seconds(), value)
+                    dashboard.say(
+                        f"Solved: {describe_target(config, target)} at step {human(trainer.global_step)}, "
+                        f"{trainer.seconds():.1f} s into training ({base['solve_metric']} {value:.4f} on "
+                        f"{stats['episodes']:.0f} fresh episodes)"
+                    )
+                    if base["stop_on_solve"]:
+                        break
+                else:
+                    dashboard.say(
+                        f"Training episodes reached {describe_target(config, target)} at step {human(trainer.global_step)}, "
+                        f"fresh episodes did not ({base['solve_metric']} {describe_value(value)}): training on"
+                    )
             if train_config["checkpoint_interval"] and trainer.epoch % train_config["checkpoint_interval"] == 0:
                 trainer.save_checkpoint(checkpoint_path)
+                if target is not None:
+                    keep_if_best(score_now())
             dashboard.refresh(sps)
-        save_atomic(trainer.state_dict(), checkpoint_path)
+        trainer.interrupted = trainer.stop_requested
+        if not trainer.interrupted:
+            trainer.final_score = score_now()
+            keep_if_best(trainer.final_score)
+        save_atomic({**trainer.state_dict(), "best": best[0]}, checkpoint_path)
         dashboard.refresh(force=True)
     finally:
         dashboard.close()
         metrics.close()
         trainer.close()
+        for env in scoring_envs:
+            env.close()
         if handle_interrupt:
             signal.signal(signal.SIGINT, previous_handler)
 
-    stats = ", ".join(f"{k} {v:.4g}" for k, v in trainer.env_stats.items()) or "no episode finished"
-    if interrupted:
+    print_summary(env_name, config, trainer, target, best[0], run_dir)
+    trainer.run_dir = run_dir
+    return trainer
+
+
+def describe_value(value):
+    return "none: no episode ended" if value is None else f"{value:.4f}"
+
+
+def print_summary(env_name, config, trainer, target, best, run_dir):
+    """The run's last words: what the final policy does on fresh episodes, against the target."""
+    base = config["base"]
+    checkpoint_path = run_dir / CHECKPOINT_NAME
+    if trainer.interrupted:
         print(f"Interrupted at step {trainer.global_step}: checkpoint saved to {checkpoint_path}")
         print(f"Continue with: puffer train {env_name} --resume {run_dir}")
     else:
-        print(f"Finished {human(trainer.global_step)} steps in {trainer.seconds():.1f} s. Final episodes: {stats}")
-    if target is not None:
-        if trainer.solved:
-            step, seconds, value = trainer.solved
-            print(f"Reached {describe_target(config, target)}: {base['solve_metric']} {value:.4f} at step {human(step)}, after {seconds:.1f} s.")
-        else:
-            print(f"Did not reach {describe_target(config, target)}.")
+        stats = trainer.final_score
+        shown = ", ".join(f"{k} {v:.4g}" for k, v in stats.items() if k != "episodes") or "no episode finished"
+        print(f"Finished {human(trainer.global_step)} steps in {trainer.seconds():.1f} s. Final policy on "
+              f"{stats.get('episodes', 0):.0f} fresh episodes: {shown}")
+        if target is not None:
+            value = stats.get(base["solve_metric"])
+            if value is not None and value >= target - base["solve_tolerance"]:
+                print(f"Solved: the final policy holds {describe_target(config, target)} ({base['solve_metric']} {value:.4f}).")
+            else:
+                print(f"Not solved: the final policy scores {describe_value(value)}, short of {describe_target(config, target)}.")
+            if trainer.solved:
+                step, seconds, solved_value = trainer.solved
+                print(f"First reached at step {human(step)}, after {seconds:.1f} s ({solved_value:.4f} on fresh episodes).")
+    if best is not None and best[0] > trainer.final_score.get(base["solve_metric"], float("-inf")):
+        print(f"Best policy: {run_dir / BEST_NAME} ({base['solve_metric']} {best[0]:.4f} at step {human(best[1])})")
     print(f"Checkpoint: {checkpoint_path}\nEval: puffer eval {env_name} --load-model-path latest\nPlot: puffer plot {run_dir}")
-    trainer.run_dir = run_dir
-    return trainer
 
 
 def evaluate_policy(env_name, config, checkpoint):
@@ -299,7 +362,7 @@ def plot(runs, metric, output, data_dir):
             path = found[-1]
         metrics_file = path / "metrics.jsonl" if path.is_dir() else path
         rows = [json.loads(line) for line in open(metrics_file) if line.strip()]
-        points = [(row["step"], row[metric]) for row in rows if metric in row]
+        points = [(row["step"], row[metric]) for row in rows if isinstance(row.get(metric), (int, float))]
         if not points:
             known = sorted({key for row in rows for key in row})
             raise ConfigError(f"{metrics_file} has no {metric!r}; it has: {', '.join(known)}")
@@ -380,7 +443,9 @@ def main(argv=None):
                 # A resumed run keeps the settings it was started with; flags given now still apply.
                 saved = read_checkpoint(resolve_checkpoint(args.resume, config["train"]["data_dir"], env_name))
                 config = apply_flags(saved["config"], flags)
-            train(env_name, config, resume=args.resume, load_model_path=args.load_model_path)
+            trainer = train(env_name, config, resume=args.resume, load_model_path=args.load_model_path)
+            if trainer.interrupted:
+                return 130  # the shell's code for a run stopped by Ctrl-C
         elif command == "eval":
             # The run's own settings (its policy, its env parameters), with the flags given now.
             checkpoint = read_checkpoint(resolve_checkpoint(args.load_model_path, config["train"]["data_dir"], env_name))
@@ -391,6 +456,9 @@ def main(argv=None):
     except (ConfigError, CheckpointError, APIUsageError) as error:
         print(f"puffer: error: {error}", file=sys.stderr)
         return 2
+    except NonFiniteError as error:
+        print(f"puffer: error: {error}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

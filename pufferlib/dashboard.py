@@ -11,14 +11,21 @@ from pathlib import Path
 
 import torch
 
+from pufferlib.checkpoint import write_atomic
 from pufferlib.config import ConfigError
 
 
 class MetricsLog:
     """Appends one JSON line per epoch to <run>/metrics.jsonl; mirrors to wandb/tensorboard if on."""
 
-    def __init__(self, run_dir, config):
-        self.file = open(Path(run_dir) / "metrics.jsonl", "a")
+    def __init__(self, run_dir, config, resume_epoch=None):
+        path = Path(run_dir) / "metrics.jsonl"
+        if resume_epoch is not None and path.exists():
+            # A crash after the checkpoint left lines of epochs that the resumed run repeats.
+            lines = [line for line in path.read_text().splitlines(keepends=True)
+                     if line.strip() and json.loads(line)["epoch"] <= resume_epoch]
+            write_atomic(path, "".join(lines))
+        self.file = open(path, "a")
         train = config["train"]
         self.wandb = self.tensorboard = None
         if train["wandb"]:
@@ -53,12 +60,13 @@ class MetricsLog:
 
 
 def epoch_metrics(trainer, sps):
-    """One metrics.jsonl line; NaN (e.g. explained variance of constant returns) is written as null."""
+    """One metrics.jsonl line. JSON has no NaN: a NaN (explained variance of constant returns, say)
+    is written as the string "nan", distinct from null (no data)."""
     metrics = dict(step=trainer.global_step, epoch=trainer.epoch, time=round(trainer.seconds(), 3), sps=round(sps, 1))
     metrics.update({f"losses/{k}": v for k, v in trainer.losses.items()})
     metrics.update({f"env/{k}": v for k, v in trainer.episode_stats.items()})
     metrics.update({f"timing/{k}": round(v, 4) for k, v in trainer.timings.items()})
-    return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in metrics.items()}
+    return {k: "nan" if isinstance(v, float) and math.isnan(v) else v for k, v in metrics.items()}
 
 
 def human(number):

@@ -8,6 +8,7 @@ memory through ``buf``, which is why the buffers are never reallocated.
 """
 
 from abc import ABC, abstractmethod
+from collections import defaultdict
 
 import gymnasium
 import numpy as np
@@ -115,3 +116,22 @@ class PufferEnv(ABC):
 
     def __exit__(self, *exc):
         self.close()
+
+
+def mean_infos(infos):
+    """Episode statistics averaged over a list of info dicts, weighted by their episode counts."""
+    sums, weights, episodes = defaultdict(float), defaultdict(float), 0
+    for info in infos:
+        if not isinstance(info, dict):
+            continue
+        weight = float(info.get("episodes", 1))
+        episodes += weight
+        for key, value in info.items():
+            if key != "episodes" and isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
+                sums[key] += float(value) * weight
+                weights[key] += weight
+    stats = {key: sums[key] / weights[key] for key in sums if weights[key] > 0}
+    if stats:
+        stats["episodes"] = episodes
+    return stats
+

@@ -20,7 +20,7 @@ import contextlib
 import functools
 import math
 import time
-from collections import defaultdict, deque
+from collections import defaultdict
 
 import numpy as np
 import torch
@@ -28,6 +28,7 @@ import torch
 from pufferlib.assemble import resolve_device, set_torch_threads
 from pufferlib.checkpoint import CHECKPOINT_FORMAT, architecture, check_architecture, load_weights, save_atomic
 from pufferlib.config import ConfigError
+from pufferlib.environment import mean_infos
 from pufferlib.pytorch import clear_finished, linear_scan, sample_logits, torch_dtype
 
 # The advantage kernel -------------------------------------------------------------------------
@@ -365,17 +366,20 @@ class PuffeRL:
         self.start_time = time.time()
         self.env_stats = {}  # the newest episode statistics, for display
         self.episode_stats = {}  # statistics of the episodes that ended in the last epoch
-        self.recent = deque()  # (episodes, value) of the solve metric over recent epochs
         self.losses = {}
         self.timings = {}
-        self.solved = None  # (step, seconds, value) of the first epoch at the target score
+        self.solved = None  # (step, seconds, value): when fresh episodes first confirmed the target score
+        # The (epoch, progress) the learning-rate and replay schedules run on from: a run resumed
+        # with a larger total stretches what is left of them instead of restarting them.
+        self.schedule_anchor = (0, 0.0)
+        self.stop_requested = False  # set (from a signal handler) to end collect() at the next step
         self.reset_envs()
 
     # -- experience ---------------------------------------------------------------------------
 
     def env_seed(self):
-        """Envs are reset at the start and at every checkpoint, with a seed fixed by the epoch, so a
-        run resumed from a checkpoint sees exactly the env states the uninterrupted run saw."""
+        """Envs are reset at the start, and on resuming when their state could not be saved, with a
+        seed fixed by the epoch."""
         return self.seed + 1_000_003 * self.epoch
 
     def reset_envs(self):
@@ -384,6 +388,9 @@ class PuffeRL:
         else:
             self.vecenv.async_reset(self.env_seed())
         self.state = self.policy.initial_state(self.num_agents, self.device)
+        # Episode logs count from when every agent has ended an episode since the reset: before,
+        # the envs are in step and the quickest episodes end first.
+        self.finished_once = np.zeros(self.num_agents, dtype=bool)
 
     def act(self, obs, dones, agents=slice(None)):
         """The policy's actions for ``agents``, from the memory they had (cleared where their
@@ -397,20 +404,27 @@ class PuffeRL:
         return action, logprob, value, state
 
     def collect(self):
-        """Collects one batch: steps the envs until every segment row holds `horizon` steps."""
+        """Collects one batch: steps the envs until every segment row holds `horizon` steps.
+        Returns False, with the batch abandoned, when ``stop_requested`` was set meanwhile."""
         if self.env_on_device:
             return self.collect_on_device()
-        start = time.time()
+        start, first_step = time.time(), self.global_step
         device, buffer = self.device, self.buffer
         buffer.begin()
         infos = []
         while not buffer.full:
+            if self.stop_requested:
+                self.global_step = first_step
+                return False
             obs, rewards, terminals, truncations, step_infos, env_ids, masks = self.vecenv.recv()
-            infos.extend(step_infos if isinstance(step_infos, list) else [step_infos])
             env_ids, masks = np.asarray(env_ids), np.asarray(masks, dtype=bool)
             # A truncated episode is cut like a terminated one: the next observation already
             # belongs to a fresh episode (autoreset), so there is nothing to bootstrap from.
             dones = np.logical_or(terminals, truncations)
+            if self.finished_once.all():
+                infos.extend(step_infos if isinstance(step_infos, list) else [step_infos])
+            else:
+                self.finished_once[env_ids[dones]] = True
             obs = torch.as_tensor(obs).to(device, non_blocking=True)
             dones = torch.as_tensor(dones).to(device, non_blocking=True)
             everyone = len(env_ids) == self.num_agents and np.array_equal(env_ids, self.agent_ids)
@@ -423,6 +437,7 @@ class PuffeRL:
         self.episode_stats = mean_infos(infos)
         self.env_stats = self.episode_stats or self.env_stats
         self.timings["rollout"] = time.time() - start
+        return True
 
     def collect_on_device(self):
         """The rollout of an env with device hooks: every agent acts every step, so agent i fills
@@ -433,6 +448,8 @@ class PuffeRL:
         env, buffer, agents = self.vecenv, self.buffer, self.num_agents
         for first_row in range(0, self.segments, agents):
             for col in range(self.horizon):
+                if self.stop_requested:
+                    return False
                 dones = env.terminals | env.truncations
                 action, logprob, value, state = self.act(env.observations, dones)
                 buffer.write_rows(first_row, col, env.observations, dones, action, logprob, value, env.rewards, state)
@@ -442,12 +459,13 @@ class PuffeRL:
         self.episode_stats = mean_infos([logs] if logs else [])
         self.env_stats = self.episode_stats or self.env_stats
         self.timings["rollout"] = time.time() - start
+        return True
 
     def train(self):
         """One PPO update over the batch: prioritized minibatches of segments, clipped losses."""
         start = time.time()
         train, buffer = self.train_config, self.buffer
-        progress = self.epoch / self.total_epochs
+        progress = self.progress()
         lr = cosine_lr(train["learning_rate"], progress) if train["anneal_lr"] else train["learning_rate"]
         for group in self.optimizer.param_groups:
             group["lr"] = lr
@@ -473,6 +491,8 @@ class PuffeRL:
             self.optimizer.zero_grad()
             loss.backward()
             stats["grad_norm"] = torch.nn.utils.clip_grad_norm_(self.policy.parameters(), train["max_grad_norm"])
+            if not torch.isfinite(loss + stats["grad_norm"]):  # checked before the step: the weights stay finite
+                raise NonFiniteError(self.first_non_finite(advantages, stats))
             self.optimizer.step()
             # Summed on the device and read once per epoch: a .item() per minibatch would make
             # the host wait for the GPU every time.
@@ -489,25 +509,23 @@ class PuffeRL:
 
     # -- bookkeeping ---------------------------------------------------------------------------
 
+    def progress(self):
+        """How far the schedules are, from 0 at the start to 1 at total_timesteps."""
+        epoch0, progress0 = self.schedule_anchor
+        return progress0 + (1.0 - progress0) * (self.epoch - epoch0) / max(self.total_epochs - epoch0, 1)
+
+    def first_non_finite(self, advantages, stats):
+        """Names the first quantity of the update, in the order the data flows, that holds a NaN
+        or an infinity."""
+        buffer = self.buffer
+        quantities = [("rewards", buffer.rewards), ("observations", buffer.observations), ("values", buffer.values),
+                      ("advantages", advantages), *stats.items()]
+        name = next((name for name, value in quantities if value.is_floating_point() and not torch.isfinite(value).all()), "loss")
+        return (f"non-finite {name} at step {self.global_step} (epoch {self.epoch}): training stopped before this "
+                f"update, so the weights and the last checkpoint are finite. Lower --train.learning-rate or check the env's {name}")
+
     def seconds(self):
         return self.elapsed + time.time() - self.start_time
-
-    def check_solved(self, metric, target, tolerance, min_episodes):
-        """Records when the mean of `metric` over the newest `min_episodes` (or a few more: whole
-        epochs) episodes first reaches `target` - `tolerance`. Averaging over many episodes keeps
-        the first epochs, where only the quickest episodes have ended, from counting."""
-        if metric in self.episode_stats:
-            self.recent.append((self.episode_stats["episodes"], self.episode_stats[metric]))
-        while len(self.recent) > 1 and sum(n for n, _ in self.recent) - self.recent[0][0] >= min_episodes:
-            self.recent.popleft()
-        episodes = sum(n for n, _ in self.recent)
-        if self.solved is not None or target is None or episodes < min_episodes:
-            return False
-        value = sum(n * v for n, v in self.recent) / episodes
-        if value >= target - tolerance:
-            self.solved = (self.global_step, self.seconds(), value)
-            return True
-        return False
 
     def state_dict(self):
         return dict(
@@ -523,16 +541,21 @@ class PuffeRL:
             solved=list(self.solved) if self.solved else None,
             generator=self.generator.get_state(),
             torch_rng=torch.get_rng_state(),
+            progress=self.progress(),
+            total_epochs=self.total_epochs,
+            # The envs mid-episode and the agents' memory, where the env can save its state.
+            env_state=self.vecenv.get_state() if hasattr(self.vecenv, "get_state") else None,
+            agent_state=[s.cpu() for s in self.state],
         )
 
     def save_checkpoint(self, path):
-        """Writes the checkpoint atomically, then resets the envs (see ``env_seed``)."""
+        """Writes the checkpoint atomically; training goes on exactly as it would have without it."""
         save_atomic(self.state_dict(), path)
-        self.reset_envs()  # the step already sent belongs to the old env states; reset drops it
 
     def load_checkpoint(self, checkpoint):
         """Continues from a checkpoint (``read_checkpoint``'s result): weights, optimizer, counters,
-        RNG, and the env states of that moment."""
+        RNG, schedules, and, where the env saved them, the env and memory states of that moment
+        (otherwise the envs start fresh episodes)."""
         check_architecture(checkpoint, self.policy, self.vecenv)
         load_weights(self.policy, checkpoint)
         self.optimizer.load_state_dict(checkpoint["optimizer"])
@@ -540,27 +563,31 @@ class PuffeRL:
         self.solved = tuple(checkpoint["solved"]) if checkpoint["solved"] else None
         self.generator.set_state(checkpoint["generator"])
         torch.set_rng_state(checkpoint["torch_rng"])
+        if checkpoint["total_epochs"] != self.total_epochs:
+            self.schedule_anchor = (self.epoch, checkpoint["progress"])
         self.start_time = time.time()
-        self.reset_envs()
+        if not self.restore_envs(checkpoint):
+            self.reset_envs()
+
+    def restore_envs(self, checkpoint):
+        """Puts the envs and the agents' memory back as the checkpoint saw them; False when it
+        cannot (a game that does not save its state, other env counts or parameters)."""
+        saved_memory = checkpoint["agent_state"]
+        if checkpoint["env_state"] is None or not hasattr(self.vecenv, "set_state"):
+            return False
+        if [tuple(s.shape) for s in saved_memory] != [tuple(s.shape) for s in self.state]:
+            return False
+        try:
+            self.vecenv.set_state(checkpoint["env_state"])
+        except ValueError:
+            return False
+        self.state = tuple(s.to(self.device) for s in saved_memory)
+        self.finished_once[:] = True
+        return True
 
     def close(self):
         self.vecenv.close()
 
 
-def mean_infos(infos):
-    """Episode statistics averaged over a list of info dicts, weighted by their episode counts."""
-    sums, weights, episodes = defaultdict(float), defaultdict(float), 0
-    for info in infos:
-        if not isinstance(info, dict):
-            continue
-        weight = float(info.get("episodes", 1))
-        episodes += weight
-        for key, value in info.items():
-            if key != "episodes" and isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
-                sums[key] += float(value) * weight
-                weights[key] += weight
-    stats = {key: sums[key] / weights[key] for key in sums if weights[key] > 0}
-    if stats:
-        stats["episodes"] = episodes
-    return stats
-
+class NonFiniteError(RuntimeError):
+    """A NaN or infinity reached the update; the message names where it first appears."""

@@ -566,6 +566,27 @@ class Native(Serial):
             raise APIUsageError("the native backend runs one env object: num_workers must be 1 and batch_size num_envs")
         super().__init__(env_creator, env_args, env_kwargs, num_envs, 1, num_envs, zero_copy, seed)
 
+    @property
+    def env(self):
+        return self.workers[0].envs[0]
+
+    def get_state(self):
+        """The env's state between a ``send`` and the ``recv`` of its results (a checkpoint's
+        moment), or None when the env cannot save its state."""
+        if not hasattr(self.env, "get_state") or self.pending != {0} or len(self.completed) != 1:
+            return None
+        env_state = self.env.get_state()
+        return None if env_state is None else dict(env=env_state, infos=self.completed[0][1])
+
+    def set_state(self, state):
+        """Restores ``get_state``'s result: the next ``recv`` returns what it would have then."""
+        self.env.set_state(state["env"])
+        self.ready, self.is_ready[:], self.batch_workers = [], False, None
+        self.worker_infos = [[]]
+        self.completed = [(0, state["infos"])]
+        self.pending = {0}
+        self.started = True
+
 
 # Multiprocessing --------------------------------------------------------------------------------
 

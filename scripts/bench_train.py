@@ -27,6 +27,7 @@ import torch
 
 from pufferlib import assemble, pufferl
 from pufferlib.config import apply_flags, load_config
+from pufferlib.evaluate import SolveCheck
 
 CARTPOLE_TARGET = 475.0
 
@@ -73,12 +74,14 @@ def puffer_cartpole(seed, budget):
     config = apply_flags(load_config("CartPole-v1"), ["--base.seed", str(seed)])
     vecenv = assemble.make_vecenv("CartPole-v1", config)
     trainer = pufferl.PuffeRL(config, vecenv, assemble.make_policy(vecenv, config))
+    # The criterion SB3's runs below are held to: the mean return of the newest 100 training episodes.
+    check = SolveCheck("episode_return", CARTPOLE_TARGET, 0.0, 100)
     try:
         while trainer.epoch < trainer.total_epochs and time.perf_counter() - wall < budget:
             trainer.collect()
             trainer.train()
-            if trainer.check_solved("episode_return", CARTPOLE_TARGET, 0.0, 100):
-                return time.perf_counter() - wall, trainer.solved[0]
+            if check.candidate(trainer.episode_stats):
+                return time.perf_counter() - wall, trainer.global_step
         return None, trainer.global_step
     finally:
         trainer.close()

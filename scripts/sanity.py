@@ -1,8 +1,9 @@
 """Wall-clock time for PuffeRL to solve each Ocean sanity env with its shipped config.
 
 Each env trains with ocean/<env>/<env>.ini as `puffer train <env>` would, until the
-mean score of its newest 100+ episodes reaches the env's optimal score (less the tolerance its
-.ini states) or the time budget runs out. The clock starts before the env is built. CPU seconds
+mean score of its newest 100+ training episodes reaches the env's optimal score (less the
+tolerance its .ini states) and 100+ fresh episodes of the policy confirm it, or the time budget
+runs out. The clock starts before the env is built. CPU seconds
 are this process's, which is what the run would take on an otherwise idle core.
 
     python scripts/sanity.py                      # every sanity env, seed 42, markdown table
@@ -18,6 +19,7 @@ import time
 
 from pufferlib import assemble, cli, pufferl
 from pufferlib.config import apply_flags, load_config
+from pufferlib.evaluate import SolveCheck
 
 SANITY_ENVS = [
     "puffer_squared", "puffer_password", "puffer_stochastic", "puffer_memory",
@@ -32,17 +34,24 @@ def time_to_solve(env_name, seed, budget, flags):
     trainer = pufferl.PuffeRL(config, vecenv, assemble.make_policy(vecenv, config))
     base = config["base"]
     target = cli.solve_target(config, vecenv)
+    check = SolveCheck(base["solve_metric"], target, base["solve_tolerance"], base["solve_episodes"])
+    scoring_env = assemble.make_vecenv(env_name, config)
+    solved, score = False, None
     try:
         while trainer.epoch < trainer.total_epochs and time.perf_counter() - wall < budget:
             trainer.collect()
             trainer.train()
-            if trainer.check_solved(base["solve_metric"], target, base["solve_tolerance"], base["solve_episodes"]):
-                break
+            if check.candidate(trainer.episode_stats):
+                solved, stats = check.confirm(trainer, scoring_env, seed + trainer.epoch, base["score_max_steps"])
+                score = stats.get(base["solve_metric"])
+                if solved:
+                    break
     finally:
         trainer.close()
+        scoring_env.close()
     return dict(
-        env=env_name, seed=seed, solved=trainer.solved is not None, target=target - base["solve_tolerance"],
-        score=trainer.solved[2] if trainer.solved else trainer.env_stats.get(base["solve_metric"]),
+        env=env_name, seed=seed, solved=solved, target=target - base["solve_tolerance"],
+        score=score if score is not None else trainer.env_stats.get(base["solve_metric"]),
         steps=trainer.global_step, wall_s=time.perf_counter() - wall, cpu_s=time.process_time() - cpu,
         policy=f"{base['policy']}" + (f"+{base['rnn']}" if base["rnn"] not in (None, "none") else ""),
     )

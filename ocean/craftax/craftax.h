@@ -188,6 +188,10 @@ static void log_episode(Craftax* env) {
     env->log.died += s->player_health <= 0.0f ? 1.0f : 0.0f;
 }
 
+// An env's world lives in a separate 145 KB state: checkpoints do not save it (resumed runs start
+// fresh episodes).
+#define VEC_NO_SAVE
+
 // The vecenv prepares envs in batches of KEY_LANES before stepping them: their step keys
 // split side by side, one SIMD lane per env, and every draw of their steps made (draws.h).
 #define VEC_PREPARE_BATCH KEY_LANES

@@ -1,0 +1,85 @@
+"""Scoring a policy on fresh episodes, free of the bias of training-time logs.
+
+Training logs favour short episodes: every env starts an episode at the same moment, so the first
+episodes to end are the quick ones, and a run that has just started (or resumed) looks better, or
+worse, than its policy is. Here the policy plays its own envs, separate from training; nothing is
+counted until every agent has finished one episode, by which time their episodes are spread out
+in time, and then every episode that ends counts.
+"""
+
+from collections import deque
+
+import numpy as np
+import torch
+
+from pufferlib.environment import mean_infos
+from pufferlib.pytorch import clear_finished, sample_logits
+
+
+def score_policy(trainer, env, seed, min_episodes, max_steps):
+    """Plays ``trainer``'s policy on ``env`` (``pufferlib.vector``'s async surface, as many agents
+    as the trainer's) from fresh episodes seeded with ``seed``, until ``min_episodes`` episodes have
+    been counted or ``max_steps`` steps have passed. Returns the mean episode statistics
+    (``episodes``: how many were counted; empty if none). Training's RNG streams and memory are
+    left untouched: its next epoch is the same whether or not this ran."""
+    policy, device = trainer.policy, trainer.device
+    generator = torch.Generator(device=device)
+    generator.manual_seed(seed)
+    state = policy.initial_state(env.num_agents, device)
+    finished_once = np.zeros(env.num_agents, dtype=bool)
+    counted, counting = [], False
+    env.async_reset(seed)
+    for _ in range(max_steps):
+        obs, _, terminals, truncations, infos, env_ids, masks = env.recv()
+        infos = [info for info in (infos if isinstance(infos, list) else [infos]) if info]
+        if counting:
+            counted += infos
+            if sum(info.get("episodes", 1) for info in counted) >= min_episodes:
+                break
+        dones = np.logical_or(terminals, truncations)
+        finished_once[np.asarray(env_ids)[dones | ~np.asarray(masks, dtype=bool)]] = True  # padding never plays
+        # Counting starts with the first report after every agent has ended an episode: the
+        # reports before it hold the synchronized first episodes.
+        counting = counting or bool(finished_once.all())
+        agents = torch.as_tensor(np.asarray(env_ids), device=device)
+        with torch.inference_mode(), trainer.autocast():
+            acting = clear_finished(tuple(s[agents] for s in state), torch.as_tensor(dones, device=device))
+            logits, _, new_state = trainer.forward_eval(torch.as_tensor(obs).to(device), acting)
+            action, _, _ = sample_logits(logits, generator=generator)
+        for k, s in enumerate(new_state):
+            state[k][agents] = s
+        env.send(action.cpu().numpy())
+    return mean_infos(counted)
+
+
+class SolveCheck:
+    """Watches training's episode statistics for the target score of ``metric``; a hit is only a
+    candidate, which ``score_policy`` then confirms (or not) on fresh episodes."""
+
+    def __init__(self, metric, target, tolerance, min_episodes):
+        self.metric, self.target, self.tolerance, self.min_episodes = metric, target, tolerance, min_episodes
+        self.recent = deque()  # (episodes, mean value) of the newest epochs
+
+    def reached(self, value):
+        return self.target is not None and value is not None and value >= self.target - self.tolerance
+
+    def candidate(self, episode_stats):
+        """True when the mean over the newest ``min_episodes`` (or a few more: whole epochs)
+        training episodes reaches the target."""
+        if self.metric in episode_stats:
+            self.recent.append((episode_stats["episodes"], episode_stats[self.metric]))
+        while len(self.recent) > 1 and sum(n for n, _ in self.recent) - self.recent[0][0] >= self.min_episodes:
+            self.recent.popleft()
+        episodes = sum(n for n, _ in self.recent)
+        if self.target is None or episodes < self.min_episodes:
+            return False
+        return self.reached(sum(n * v for n, v in self.recent) / episodes)
+
+    def confirm(self, trainer, env, seed, max_steps):
+        """Scores ``trainer``'s policy on fresh episodes of ``env``: returns (whether they hold the
+        target, their statistics). When they do not, the training window starts anew."""
+        stats = score_policy(trainer, env, seed, self.min_episodes, max_steps)
+        reached = self.reached(stats.get(self.metric))
+        if not reached:
+            self.recent.clear()
+        return reached, stats

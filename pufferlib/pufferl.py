@@ -34,24 +34,29 @@ from pufferlib.pytorch import clear_finished, linear_scan, sample_logits, torch_
 # The advantage kernel -------------------------------------------------------------------------
 
 
-def compute_advantages(values, rewards, dones, ratio, gamma, gae_lambda, rho_clip, c_clip):
+def compute_advantages(values, rewards, dones, truncations, ratio, gamma, gae_lambda, rho_clip, c_clip):
     """GAE with V-trace importance clipping over segments [S, T].
 
     Step t of a segment holds an observation with the reward and done flag that arrived with it,
-    so the transition out of step t is (rewards[t + 1], dones[t + 1]). With rho_t = min(ratio_t,
-    rho_clip) and c_t = min(ratio_t, c_clip), ratio being pi_new / pi_behaviour:
+    so the transition out of step t is (rewards[t + 1], dones[t + 1]); ``dones`` marks every
+    episode end, ``truncations`` those cut by a time limit. With rho_t = min(ratio_t, rho_clip) and
+    c_t = min(ratio_t, c_clip), ratio being pi_new / pi_behaviour:
 
-        delta_t = rho_t * (r_{t+1} + gamma * V_{t+1} * (1 - d_{t+1}) - V_t)
+        delta_t = rho_t * (r_{t+1} + gamma * B_{t+1} - V_t)
         A_t     = delta_t + gamma * lambda * c_t * (1 - d_{t+1}) * A_{t+1}
 
-    which is GAE when the ratios are 1. The last step of a segment only bootstraps (A = 0). The
-    backward recursion is a linear recurrence, so it runs as a log-depth parallel scan over time
-    (``linear_scan`` on the reversed segment) instead of a Python loop over T.
+    which is GAE when the ratios are 1. B_{t+1} bootstraps: V_{t+1} within an episode, 0 after a
+    terminal step, and after a truncation V_t, standing in for the value of the state the episode
+    was cut in (the env has already reset it: its observation is the next episode's first). The
+    last step of a segment only bootstraps (A = 0). The backward recursion is a linear recurrence,
+    so it runs as a log-depth parallel scan over time (``linear_scan`` on the reversed segment)
+    instead of a Python loop over T.
     """
     rho = ratio[:, :-1].clamp(max=rho_clip)
     c = ratio[:, :-1].clamp(max=c_clip)
     nonterminal = 1.0 - dones[:, 1:]
-    delta = rho * (rewards[:, 1:] + gamma * values[:, 1:] * nonterminal - values[:, :-1])
+    bootstrap = values[:, 1:] * nonterminal + values[:, :-1] * truncations[:, 1:]
+    delta = rho * (rewards[:, 1:] + gamma * bootstrap - values[:, :-1])
     decay = gamma * gae_lambda * c * nonterminal
     advantages = linear_scan(decay.flip(1), delta.flip(1)).flip(1)
     return torch.cat([advantages, torch.zeros_like(values[:, :1])], dim=1)
@@ -202,6 +207,7 @@ class SegmentBuffer:
         self.logprobs = torch.zeros(shape, device=device)
         self.rewards = torch.zeros(shape, device=device)
         self.dones = torch.zeros(shape, device=device)
+        self.truncations = torch.zeros(shape, device=device)
         self.values = torch.zeros(shape, device=device)
         self.start_state = start_state
         self.device = device
@@ -220,7 +226,7 @@ class SegmentBuffer:
     def full(self):
         return self.filled >= self.segments
 
-    def store(self, env_ids, masks, obs, dones, actions, logprobs, values, rewards, state):
+    def store(self, env_ids, masks, obs, dones, truncations, actions, logprobs, values, rewards, state):
         """Stores one step of the agents ``env_ids`` (numpy ids and masks; the rest in agent order:
         device tensors, and numpy rewards); ``state`` is the recurrent state they acted from.
         Returns how many steps were stored."""
@@ -236,7 +242,8 @@ class SegmentBuffer:
         stored = masks & (rows >= 0)
         if not stored.all():
             pick = torch.as_tensor(stored, device=device)
-            obs, dones, values, logprobs, actions = obs[pick], dones[pick], values[pick], logprobs[pick], actions[pick]
+            obs, dones, truncations = obs[pick], dones[pick], truncations[pick]
+            values, logprobs, actions = values[pick], logprobs[pick], actions[pick]
             state = tuple(s[pick] for s in state)
             env_ids, rows, rewards = env_ids[stored], rows[stored], np.asarray(rewards)[stored]
         cols = self.col_of[env_ids]
@@ -244,7 +251,7 @@ class SegmentBuffer:
         rewards = torch.as_tensor(rewards).to(device, non_blocking=True)
         if count and np.all(cols == cols[0]) and np.array_equal(rows, np.arange(rows[0], rows[0] + count)):
             # Every stored agent at the same step of consecutive rows (synchronous envs): slices.
-            self.write_rows(int(rows[0]), int(cols[0]), obs, dones, actions, logprobs, values, rewards, state)
+            self.write_rows(int(rows[0]), int(cols[0]), obs, dones, truncations, actions, logprobs, values, rewards, state)
         else:
             where = (torch.as_tensor(rows, device=device), torch.as_tensor(cols, device=device))
             first = cols == 0
@@ -252,7 +259,7 @@ class SegmentBuffer:
                 first_t = torch.as_tensor(first, device=device)
                 for k, s in enumerate(state):
                     self.start_state[k][where[0][first_t]] = s[first_t]
-            self._write(where, obs, dones, actions, logprobs, values, rewards)
+            self._write(where, obs, dones, truncations, actions, logprobs, values, rewards)
 
         self.col_of[env_ids] = cols + 1
         full = env_ids[cols + 1 == self.horizon]
@@ -261,21 +268,22 @@ class SegmentBuffer:
         self.col_of[full] = 0
         return count
 
-    def write_rows(self, first_row, col, obs, dones, actions, logprobs, values, rewards, state):
+    def write_rows(self, first_row, col, obs, dones, truncations, actions, logprobs, values, rewards, state):
         """Writes step ``col`` of the consecutive rows from ``first_row``, one per agent given
         (device tensors); the recurrent state is kept as the rows' start at step 0."""
         rows = slice(first_row, first_row + len(obs))
         if col == 0:
             for k, s in enumerate(state):
                 self.start_state[k][rows] = s
-        self._write((rows, col), obs, dones, actions, logprobs, values, rewards)
+        self._write((rows, col), obs, dones, truncations, actions, logprobs, values, rewards)
 
-    def _write(self, where, obs, dones, actions, logprobs, values, rewards):
+    def _write(self, where, obs, dones, truncations, actions, logprobs, values, rewards):
         self.observations[where] = obs
         self.actions[where] = actions.to(self.actions.dtype)
         self.logprobs[where] = logprobs.float()
         self.rewards[where] = rewards
         self.dones[where] = dones.float()
+        self.truncations[where] = truncations.float()
         self.values[where] = values.float()
 
 
@@ -418,8 +426,6 @@ class PuffeRL:
                 return False
             obs, rewards, terminals, truncations, step_infos, env_ids, masks = self.vecenv.recv()
             env_ids, masks = np.asarray(env_ids), np.asarray(masks, dtype=bool)
-            # A truncated episode is cut like a terminated one: the next observation already
-            # belongs to a fresh episode (autoreset), so there is nothing to bootstrap from.
             dones = np.logical_or(terminals, truncations)
             if self.finished_once.all():
                 infos.extend(step_infos if isinstance(step_infos, list) else [step_infos])
@@ -427,12 +433,13 @@ class PuffeRL:
                 self.finished_once[env_ids[dones]] = True
             obs = torch.as_tensor(obs).to(device, non_blocking=True)
             dones = torch.as_tensor(dones).to(device, non_blocking=True)
+            truncated = torch.as_tensor(truncations).to(device, non_blocking=True)
             everyone = len(env_ids) == self.num_agents and np.array_equal(env_ids, self.agent_ids)
             agents = slice(None) if everyone else torch.as_tensor(env_ids, device=device)
 
             action, logprob, value, state = self.act(obs, dones, agents)
             actions = action.cpu().numpy()
-            self.global_step += buffer.store(env_ids, masks, obs, dones, action, logprob, value, rewards, state)
+            self.global_step += buffer.store(env_ids, masks, obs, dones, truncated, action, logprob, value, rewards, state)
             self.vecenv.send(actions)
         self.episode_stats = mean_infos(infos)
         self.env_stats = self.episode_stats or self.env_stats
@@ -440,10 +447,9 @@ class PuffeRL:
         return True
 
     def collect_on_device(self):
-        """The rollout of an env with device hooks: every agent acts every step, so agent i fills
-        row i (and i + N, ... when the batch holds several segments per agent) column by column.
-        Actions go from the policy to the env as they are; no step copies to the host or waits
-        for the device. The episode logs are fetched once, at the end."""
+        """The rollout of an env with device hooks: agent i fills row i (and i + N, ...) column by
+        column; actions go from the policy to the env as they are, and no step copies to the host
+        or waits for the device. The episode logs are fetched once, at the end."""
         start = time.time()
         env, buffer, agents = self.vecenv, self.buffer, self.num_agents
         for first_row in range(0, self.segments, agents):
@@ -452,7 +458,9 @@ class PuffeRL:
                     return False
                 dones = env.terminals | env.truncations
                 action, logprob, value, state = self.act(env.observations, dones)
-                buffer.write_rows(first_row, col, env.observations, dones, action, logprob, value, env.rewards, state)
+                buffer.write_rows(
+                    first_row, col, env.observations, dones, env.truncations, action, logprob, value, env.rewards, state
+                )
                 env.gpu_step(action)
         self.global_step += self.batch_size
         logs = env.gpu_sync_logs()
@@ -477,7 +485,7 @@ class PuffeRL:
             # Recomputed every minibatch: the ratios of replayed segments change as the policy does,
             # and V-trace uses them to discount stale experience.
             advantages = self.advantage_kernel(
-                buffer.values, buffer.rewards, buffer.dones, self.ratio,
+                buffer.values, buffer.rewards, buffer.dones, buffer.truncations, self.ratio,
                 train["gamma"], train["gae_lambda"], train["vtrace_rho_clip"], train["vtrace_c_clip"],
             )
             idx, weights = prioritized_sample(advantages, self.minibatch_segments, train["prio_alpha"], beta, self.generator)
@@ -515,8 +523,7 @@ class PuffeRL:
         return progress0 + (1.0 - progress0) * (self.epoch - epoch0) / max(self.total_epochs - epoch0, 1)
 
     def first_non_finite(self, advantages, stats):
-        """Names the first quantity of the update, in the order the data flows, that holds a NaN
-        or an infinity."""
+        """Names the first quantity of the update, in data-flow order, with a NaN or infinity."""
         buffer = self.buffer
         quantities = [("rewards", buffer.rewards), ("observations", buffer.observations), ("values", buffer.values),
                       ("advantages", advantages), *stats.items()]

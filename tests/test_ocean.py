@@ -95,13 +95,13 @@ def test_squared_optimal_policy_always_reaches_the_target():
     assert run_policy(stay, lambda obs: np.zeros(len(obs), np.int32), steps=200) == 0.0
 
 
-def test_squared_truncates_after_twice_the_size_and_autoresets():
+def test_squared_fails_after_twice_the_size_and_autoresets():
     env = ocean.make("squared", num_envs=1, size=5)
     env.reset(0)
     for t in range(10):
         _, rewards, terminals, truncations, _ = env.step(np.zeros(1, np.int32))
-        assert rewards[0] == 0 and not terminals[0]
-        assert truncations[0] == (t == 9)
+        assert rewards[0] == 0 and not truncations[0]
+        assert terminals[0] == (t == 9)
     centre = 2 * 5 + 2
     assert env.observations[0, centre] == 1, "a finished env starts its next episode in the same step"
 

@@ -42,7 +42,7 @@ def make_trainer(config):
 # -- the advantage kernel ------------------------------------------------------------------------
 
 
-def reference_advantages(values, rewards, dones, ratio, gamma, lam, rho_clip, c_clip):
+def reference_advantages(values, rewards, dones, truncations, ratio, gamma, lam, rho_clip, c_clip):
     """The V-trace / GAE recursion written as the plain double loop it is defined by."""
     segments, steps = values.shape
     advantages = np.zeros((segments, steps))
@@ -51,7 +51,11 @@ def reference_advantages(values, rewards, dones, ratio, gamma, lam, rho_clip, c_
         for t in reversed(range(steps - 1)):
             nonterminal = 1.0 - dones[s, t + 1]
             rho, c = min(ratio[s, t], rho_clip), min(ratio[s, t], c_clip)
-            delta = rho * (rewards[s, t + 1] + gamma * values[s, t + 1] * nonterminal - values[s, t])
+            if truncations[s, t + 1]:  # cut by a time limit: the state it was cut in is worth about V_t
+                bootstrap = values[s, t]
+            else:
+                bootstrap = values[s, t + 1] * nonterminal
+            delta = rho * (rewards[s, t + 1] + gamma * bootstrap - values[s, t])
             running = delta + gamma * lam * c * nonterminal * running
             advantages[s, t] = running
     return advantages
@@ -78,12 +82,14 @@ def test_advantage_kernel_matches_reference(clipped, steps):
     shape = (37, steps)
     values, rewards = rng.normal(size=shape), rng.normal(size=shape)
     dones = (rng.random(shape) < 0.15).astype(np.float64)
+    truncations = dones * (rng.random(shape) < 0.5)
     ratio = np.exp(rng.normal(scale=0.5, size=shape))
     rho_clip, c_clip = (1.0, 0.9) if clipped else (1e9, 1e9)
-    expected = reference_advantages(values, rewards, dones, ratio, 0.97, 0.9, rho_clip, c_clip)
+    expected = reference_advantages(values, rewards, dones, truncations, ratio, 0.97, 0.9, rho_clip, c_clip)
     as_tensor = lambda x: torch.as_tensor(x, dtype=torch.float32)  # noqa: E731
     got = pufferl.compute_advantages(
-        as_tensor(values), as_tensor(rewards), as_tensor(dones), as_tensor(ratio), 0.97, 0.9, rho_clip, c_clip
+        as_tensor(values), as_tensor(rewards), as_tensor(dones), as_tensor(truncations), as_tensor(ratio), 0.97, 0.9,
+        rho_clip, c_clip,
     )
     np.testing.assert_allclose(got.numpy(), expected, rtol=1e-4, atol=1e-4)
 
@@ -94,7 +100,9 @@ def test_advantage_kernel_is_gae_on_policy():
     values, rewards = rng.normal(size=shape), rng.normal(size=shape)
     dones = (rng.random(shape) < 0.1).astype(np.float64)
     as_tensor = lambda x: torch.as_tensor(x, dtype=torch.float32)  # noqa: E731
-    got = pufferl.compute_advantages(as_tensor(values), as_tensor(rewards), as_tensor(dones), torch.ones(shape), 0.99, 0.95, 1.0, 1.0)
+    got = pufferl.compute_advantages(
+        as_tensor(values), as_tensor(rewards), as_tensor(dones), torch.zeros(shape), torch.ones(shape), 0.99, 0.95, 1.0, 1.0
+    )
     np.testing.assert_allclose(got.numpy(), classic_gae(values, rewards, dones, 0.99, 0.95), rtol=1e-4, atol=1e-4)
 
 
@@ -502,7 +510,7 @@ def store_step(buffer, env_ids, step, masks=None, state=()):
     masks = np.ones(n, dtype=bool) if masks is None else np.asarray(masks)
     obs = torch.tensor(100.0 * env_ids + step, dtype=torch.float32).view(n, 1)
     zeros = torch.zeros(n)
-    return buffer.store(env_ids, masks, obs, zeros.bool(), zeros.long(), zeros, zeros, np.zeros(n, np.float32), state)
+    return buffer.store(env_ids, masks, obs, zeros.bool(), zeros.bool(), zeros.long(), zeros, zeros, np.zeros(n, np.float32), state)
 
 
 def test_segment_buffer_skips_padded_agents():
@@ -745,3 +753,44 @@ def test_the_summary_reports_the_final_policy_on_fresh_episodes(tmp_path, capsys
     assert final["episodes"] >= config["base"]["solve_episodes"]
     assert f"Final policy on {final['episodes']:.0f} fresh episodes" in out
     assert ("Solved: the final policy holds" in out) == (final["score"] >= 1.0)
+
+
+class TimeLimitOnly(pufferlib.PufferEnv):
+    """Reward 1 every step, an unchanging observation, and no ending but a time limit of 5 steps:
+    with the time limit bootstrapped, every state is worth 1 / (1 - gamma)."""
+
+    def __init__(self, buf=None):
+        self.single_observation_space = gymnasium.spaces.Box(0, 1, (1,), np.float32)
+        self.single_action_space = gymnasium.spaces.Discrete(2)
+        self.num_agents = 4
+        super().__init__(buf)
+        self.steps = 0
+
+    def reset(self, seed=0):
+        self.steps = 0
+        return self.observations, []
+
+    def step(self, actions):
+        self.steps += 1
+        self.rewards[:] = 1.0
+        self.truncations[:] = self.steps % 5 == 0
+        return self.observations, self.rewards, self.terminals, self.truncations, []
+
+
+def test_truncated_episodes_bootstrap_instead_of_ending():
+    config = config_for("puffer_bandit", "--train.horizon", "16", "--train.minibatch-size", "64", "--train.gamma", "0.9")
+    env = vector.make(TimeLimitOnly, backend="Serial")
+    trainer = pufferl.PuffeRL(config, env, assemble.make_policy(env, config))
+    trainer.collect()
+    buffer = trainer.buffer
+    assert buffer.truncations[0].tolist() == [0, 0, 0, 0, 0, 1] + [0, 0, 0, 0, 1] * 2  # steps 5, 10, 15
+    assert torch.equal(buffer.dones, buffer.truncations)
+    # With the value function at its true value, 1 / (1 - gamma), every advantage is zero: a
+    # truncation continues the sum of rewards rather than ending it.
+    values = torch.full_like(buffer.values, 1 / (1 - 0.9))
+    advantages = pufferl.compute_advantages(values, buffer.rewards, buffer.dones, buffer.truncations,
+                                            torch.ones_like(values), 0.9, 0.95, 1.0, 1.0)
+    assert torch.allclose(advantages, torch.zeros_like(advantages), atol=1e-4)
+    cut = pufferl.compute_advantages(values, buffer.rewards, buffer.dones, torch.zeros_like(values),
+                                     torch.ones_like(values), 0.9, 0.95, 1.0, 1.0)
+    assert cut[0, 4] == pytest.approx(1 - 1 / (1 - 0.9), abs=1e-4)  # ending there would lose the future

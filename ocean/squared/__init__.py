@@ -9,7 +9,7 @@ class Squared(OceanEnv):
     """Walk from the centre of a ``size`` x ``size`` grid to a target on its border.
 
     Observation: the grid as uint8 (0 empty, 1 agent, 2 target). Actions: stay, down, up, left,
-    right. Reward 1 on reaching the target (the episode ends); truncated after 2 * size steps.
+    right. Reward 1 on reaching the target; the episode ends there, or fails after 2 * size steps.
     Optimal score: 1.0 (every target reached); a uniform random policy scores about 0.02 at size 11.
     """
 

@@ -1,7 +1,7 @@
 // Squared: walk from the centre of a square grid to a target on its border.
 // Observation: the grid as bytes (0 empty, 1 agent, 2 target). Actions: 0 stay, 1 down, 2 up,
 // 3 left, 4 right (moves into the border are clamped). Reward 1 on reaching the target, which ends
-// the episode; after 2 * size steps the episode is truncated with reward 0.
+// the episode; after 2 * size steps it ends (terminal) with reward 0.
 // Optimal: every episode reaches the target (score 1.0), since the target is at most size - 1
 // moves from the centre.
 #pragma once
@@ -72,12 +72,10 @@ static inline int c_step(Squared* env) {
         return 1;
     }
     env->rewards[0] = 0.0f;
-    env->terminals[0] = 0;
-    if (env->tick >= 2 * size) {
-        env->truncations[0] = 1;
-        return 1;
-    }
-    return 0;
+    // The step limit is part of the task (reach the target in time), so running out of steps is
+    // the episode's failing end, not a truncation to bootstrap past.
+    env->terminals[0] = env->tick >= 2 * size;
+    return env->terminals[0];
 }
 
 static int c_render(Squared* env, char* buf, int capacity) {

@@ -31,6 +31,7 @@ from pufferlib.checkpoint import (
 )
 from pufferlib.config import ConfigError, apply_flags, canonical_env_name, env_config_files, load_config, print_flags
 from pufferlib.dashboard import Dashboard, MetricsLog, epoch_metrics, human
+from pufferlib.distributed import make_world
 from pufferlib.environment import mean_infos
 from pufferlib.evaluate import SolveCheck, score_policy
 from pufferlib.exceptions import APIUsageError, did_you_mean
@@ -59,9 +60,23 @@ def train(env_name, config, resume=None, load_model_path=None):
 
     ``resume`` continues a run from its checkpoint in its own directory; ``load_model_path`` starts
     a new run from saved weights only. Ctrl-C (in the main thread) stops at the next step, saves a
-    checkpoint of the last whole epoch and returns; a second Ctrl-C stops at once.
+    checkpoint of the last whole epoch and returns; a second Ctrl-C stops at once. Under torchrun,
+    every rank runs this; rank 0 alone writes the run folder and prints.
     """
+    world = make_world(config, resolve_device(config["train"]["device"]))
+    try:
+        return train_ranks(env_name, config, world, resume, load_model_path)
+    finally:
+        world.close()
+
+
+def train_ranks(env_name, config, world, resume, load_model_path):
     train_config, base = config["train"], config["base"]
+    main = world.is_main
+    if world.size > 1 and world.cuda:  # one GPU per rank: this rank's
+        train_config["device"] = str(world.device)
+        if config["vec"]["device"] != "cpu":
+            config["vec"]["device"] = str(world.device)
     checkpoint = None
     if resume:
         checkpoint = read_checkpoint(resolve_checkpoint(resume, train_config["data_dir"], env_name))
@@ -69,12 +84,13 @@ def train(env_name, config, resume=None, load_model_path=None):
             raise CheckpointError(f"{checkpoint['path']} was trained on {checkpoint['env_name']}, not {env_name}")
         run_dir = Path(checkpoint["path"]).parent
     else:
-        run_dir = new_run_dir(train_config["data_dir"], env_name)
-    write_atomic(run_dir / "config.json", json.dumps(config, indent=2))
+        run_dir = Path(world.decide(str(new_run_dir(train_config["data_dir"], env_name)) if main else None))
+    if main:
+        write_atomic(run_dir / "config.json", json.dumps(config, indent=2))
 
     vecenv = make_vecenv(env_name, config)
     policy = make_policy(vecenv, config)
-    trainer = PuffeRL(config, vecenv, policy)
+    trainer = PuffeRL(config, vecenv, policy, world)
     if checkpoint:
         trainer.load_checkpoint(checkpoint)
     elif load_model_path:
@@ -108,12 +124,13 @@ def train(env_name, config, resume=None, load_model_path=None):
             best[0] = (value, trainer.global_step)
             save_atomic({**trainer.state_dict(), "best": best[0]}, best_path)
 
-    metrics = MetricsLog(run_dir, config, resume_epoch=trainer.epoch if checkpoint else None)
-    dashboard = Dashboard(trainer, run_dir, train_config["dashboard"], train_config["print_interval"])
+    metrics = MetricsLog(run_dir, config, resume_epoch=trainer.epoch if checkpoint else None) if main else None
+    dashboard = Dashboard(trainer, run_dir, train_config["dashboard"] if main else "off", train_config["print_interval"])
+    ranks = f" x {world.size} ranks" if world.size > 1 else ""
     dashboard.say(
-        f"Training {env_name} on {trainer.device}: {pufferlib.models.describe(policy)}, {trainer.num_agents} agents, "
+        f"Training {env_name} on {trainer.device}{ranks}: {pufferlib.models.describe(policy)}, {trainer.num_agents} agents, "
         f"batch {trainer.batch_size}, {trainer.total_minibatches} minibatches of {trainer.minibatch_segments * trainer.horizon}, "
-        f"{human(trainer.total_epochs * trainer.batch_size)} steps. Run: {run_dir}"
+        f"{human(trainer.total_epochs * trainer.batch_size * world.size)} steps. Run: {run_dir}"
     )
 
     def on_interrupt(signum, frame):
@@ -130,11 +147,15 @@ def train(env_name, config, resume=None, load_model_path=None):
                 break
             trainer.train()
             sps = (trainer.global_step - step_start) / max(time.time() - epoch_start, 1e-9)
-            metrics.log(epoch_metrics(trainer, sps))
+            if metrics:
+                metrics.log(epoch_metrics(trainer, sps))
             if trainer.solved is None and solve_check.candidate(trainer.episode_stats):
-                reached, stats = solve_check.confirm(trainer, scoring_env(), scoring_seed(), base["score_max_steps"])
+                reached, stats = world.decide(
+                    solve_check.confirm(trainer, scoring_env(), scoring_seed(), base["score_max_steps"]) if main else None
+                )
                 value = stats.get(base["solve_metric"])
-                keep_if_best(stats)
+                if main:
+                    keep_if_best(stats)
                 if reached:
                     trainer.solved = (trainer.global_step, trainer.seconds(), value)
                     dashboard.say(
@@ -145,31 +166,38 @@ def train(env_name, config, resume=None, load_model_path=None):
                     if base["stop_on_solve"]:
                         break
                 else:
+                    solve_check.recent.clear()
                     dashboard.say(
                         f"Training episodes reached {describe_target(config, target)} at step {human(trainer.global_step)}, "
                         f"fresh episodes did not ({base['solve_metric']} {describe_value(value)}): training on"
                     )
-            if train_config["checkpoint_interval"] and trainer.epoch % train_config["checkpoint_interval"] == 0:
+            if main and train_config["checkpoint_interval"] and trainer.epoch % train_config["checkpoint_interval"] == 0:
                 trainer.save_checkpoint(checkpoint_path)
                 if target is not None:
                     keep_if_best(score_now())
             dashboard.refresh(sps)
+            if world.size > 1 and world.decide(trainer.stop_requested):
+                trainer.stop_requested = True
+                break
         trainer.interrupted = trainer.stop_requested
-        if not trainer.interrupted:
-            trainer.final_score = score_now()
-            keep_if_best(trainer.final_score)
-        save_atomic({**trainer.state_dict(), "best": best[0]}, checkpoint_path)
+        if main:
+            if not trainer.interrupted:
+                trainer.final_score = score_now()
+                keep_if_best(trainer.final_score)
+            save_atomic({**trainer.state_dict(), "best": best[0]}, checkpoint_path)
         dashboard.refresh(force=True)
     finally:
         dashboard.close()
-        metrics.close()
+        if metrics:
+            metrics.close()
         trainer.close()
         for env in scoring_envs:
             env.close()
         if handle_interrupt:
             signal.signal(signal.SIGINT, previous_handler)
 
-    print_summary(env_name, config, trainer, target, best[0], run_dir)
+    if main:
+        print_summary(env_name, config, trainer, target, best[0], run_dir)
     trainer.run_dir = run_dir
     return trainer
 

@@ -109,11 +109,13 @@ class SystemUsage:
 
 
 class Dashboard:
-    """Live rich dashboard on a terminal; a plain line every `print_interval` seconds otherwise."""
+    """Live rich dashboard on a terminal; a plain line every `print_interval` seconds otherwise;
+    nothing at all in mode "off" (the other ranks of a data-parallel run)."""
 
     def __init__(self, trainer, run_dir, mode, print_interval):
         self.trainer = trainer
         self.run_dir = run_dir
+        self.silent = mode == "off"
         self.live = mode == "rich" or (mode == "auto" and sys.stdout.isatty())
         self.print_interval = print_interval
         self.last = 0.0
@@ -130,6 +132,8 @@ class Dashboard:
 
     def say(self, message):
         """A message that stays: printed now in plain mode, kept under the dashboard in rich mode."""
+        if self.silent:
+            return
         if self.live:
             self.messages.append(message)
             self.refresh(force=True)
@@ -141,7 +145,7 @@ class Dashboard:
         self.sps = self.sps if sps is None else sps
         sps = self.sps
         now = time.time()
-        if not force and now - self.last < (0.25 if self.live else self.print_interval):
+        if self.silent or (not force and now - self.last < (0.25 if self.live else self.print_interval)):
             return
         self.last = now
         if self.live:
@@ -150,12 +154,12 @@ class Dashboard:
             print(self.line(sps), flush=True)
 
     def remaining(self, sps):
-        steps_left = self.trainer.total_epochs * self.trainer.batch_size - self.trainer.global_step
+        steps_left = self.trainer.total_epochs * self.trainer.batch_size * self.trainer.world.size - self.trainer.global_step
         return steps_left / sps if sps > 0 else float("nan")
 
     def line(self, sps):
         t = self.trainer
-        total = t.total_epochs * t.batch_size
+        total = t.total_epochs * t.batch_size * t.world.size
         env = " ".join(f"{k} {v:.3g}" for k, v in list(t.env_stats.items())[:4])
         losses = " ".join(f"{k.split('_')[0]} {t.losses[k]:.3g}" for k in ("policy_loss", "value_loss", "entropy") if k in t.losses)
         left = self.remaining(sps)
@@ -170,7 +174,7 @@ class Dashboard:
         from rich.table import Table
 
         t = self.trainer
-        total = t.total_epochs * t.batch_size
+        total = t.total_epochs * t.batch_size * t.world.size
         left = self.remaining(sps)
         summary = Table.grid(padding=(0, 3))
         for _ in range(4):

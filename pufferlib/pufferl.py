@@ -28,6 +28,7 @@ import torch
 from pufferlib.assemble import resolve_device, set_torch_threads
 from pufferlib.checkpoint import CHECKPOINT_FORMAT, architecture, check_architecture, load_weights, save_atomic
 from pufferlib.config import ConfigError
+from pufferlib.distributed import World
 from pufferlib.environment import mean_infos
 from pufferlib.pytorch import clear_finished, linear_scan, sample_logits, torch_dtype
 
@@ -294,11 +295,12 @@ class PuffeRL:
     """PPO on a vectorized env (``pufferlib.vector``'s async surface). ``collect()`` fills the
     batch, ``train()`` learns from it."""
 
-    def __init__(self, config, vecenv, policy):
+    def __init__(self, config, vecenv, policy, world=None):
         self.config = config
         train = self.train_config = config["train"]
         self.device = resolve_device(train["device"])
         self.seed = config["base"]["seed"]
+        self.world = world or World()  # the ranks of a data-parallel run, or just this process
         set_torch_threads(config)
         self.vecenv = vecenv
         # An env with device hooks lives on the GPU: the rollout then never leaves the device.
@@ -333,7 +335,7 @@ class PuffeRL:
         self.batch_size = batch_size
         self.minibatch_segments = minibatch_size // self.horizon
         self.total_minibatches = max(1, train["update_epochs"] * self.segments // self.minibatch_segments)
-        self.total_epochs = max(1, math.ceil(train["total_timesteps"] / batch_size))
+        self.total_epochs = max(1, math.ceil(train["total_timesteps"] / (batch_size * self.world.size)))
 
         self.buffer = SegmentBuffer(
             self.segments, self.horizon, self.num_agents, vecenv.single_observation_space, vecenv.single_action_space,
@@ -342,7 +344,7 @@ class PuffeRL:
         self.ratio = torch.ones((self.segments, self.horizon), device=self.device)
         self.state = self.policy.initial_state(self.num_agents, self.device)  # recurrent memory while acting
         self.generator = torch.Generator(device=self.device)
-        self.generator.manual_seed(self.seed)
+        self.generator.manual_seed(self.seed + self.world.rank)
         self.optimizer = build_optimizer(self.policy, train)
 
         # GPU-only speedups. CUDA graphs (torch.compile's 'reduce-overhead') remove the kernel launch
@@ -387,8 +389,8 @@ class PuffeRL:
 
     def env_seed(self):
         """Envs are reset at the start, and on resuming when their state could not be saved, with a
-        seed fixed by the epoch."""
-        return self.seed + 1_000_003 * self.epoch
+        seed fixed by the epoch; each rank's envs follow the last one's."""
+        return self.seed + self.world.rank * self.vecenv.num_envs + 1_000_003 * self.epoch
 
     def reset_envs(self):
         if self.env_on_device:
@@ -421,7 +423,7 @@ class PuffeRL:
         buffer.begin()
         infos = []
         while not buffer.full:
-            if self.stop_requested:
+            if self.stop_requested and self.world.size == 1:  # ranks stop together, between epochs
                 self.global_step = first_step
                 return False
             obs, rewards, terminals, truncations, step_infos, env_ids, masks = self.vecenv.recv()
@@ -441,7 +443,8 @@ class PuffeRL:
             actions = action.cpu().numpy()
             self.global_step += buffer.store(env_ids, masks, obs, dones, truncated, action, logprob, value, rewards, state)
             self.vecenv.send(actions)
-        self.episode_stats = mean_infos(infos)
+        self.global_step = first_step + self.world.sum(self.global_step - first_step)
+        self.episode_stats = self.world.merge_stats(mean_infos(infos))
         self.env_stats = self.episode_stats or self.env_stats
         self.timings["rollout"] = time.time() - start
         return True
@@ -454,7 +457,7 @@ class PuffeRL:
         env, buffer, agents = self.vecenv, self.buffer, self.num_agents
         for first_row in range(0, self.segments, agents):
             for col in range(self.horizon):
-                if self.stop_requested:
+                if self.stop_requested and self.world.size == 1:
                     return False
                 dones = env.terminals | env.truncations
                 action, logprob, value, state = self.act(env.observations, dones)
@@ -462,9 +465,9 @@ class PuffeRL:
                     first_row, col, env.observations, dones, env.truncations, action, logprob, value, env.rewards, state
                 )
                 env.gpu_step(action)
-        self.global_step += self.batch_size
+        self.global_step += self.batch_size * self.world.size
         logs = env.gpu_sync_logs()
-        self.episode_stats = mean_infos([logs] if logs else [])
+        self.episode_stats = self.world.merge_stats(mean_infos([logs] if logs else []))
         self.env_stats = self.episode_stats or self.env_stats
         self.timings["rollout"] = time.time() - start
         return True
@@ -498,6 +501,7 @@ class PuffeRL:
 
             self.optimizer.zero_grad()
             loss.backward()
+            self.world.average_gradients(self.policy.parameters())
             stats["grad_norm"] = torch.nn.utils.clip_grad_norm_(self.policy.parameters(), train["max_grad_norm"])
             if not torch.isfinite(loss + stats["grad_norm"]):  # checked before the step: the weights stay finite
                 raise NonFiniteError(self.first_non_finite(advantages, stats))
@@ -512,6 +516,8 @@ class PuffeRL:
         variance = returns.var().item()
         self.losses["explained_variance"] = float("nan") if variance == 0 else 1 - (returns - values).var().item() / variance
         self.losses["learning_rate"] = lr
+        if not self.world.same_weights(list(self.policy.parameters())):
+            raise RuntimeError(f"ranks hold different weights after epoch {self.epoch}: their updates diverged")
         self.epoch += 1
         self.timings["train"] = time.time() - start
 
@@ -550,8 +556,9 @@ class PuffeRL:
             torch_rng=torch.get_rng_state(),
             progress=self.progress(),
             total_epochs=self.total_epochs,
-            # The envs mid-episode and the agents' memory, where the env can save its state.
-            env_state=self.vecenv.get_state() if hasattr(self.vecenv, "get_state") else None,
+            # The envs mid-episode and the agents' memory, where the env can save its state (one
+            # process's envs: a data-parallel run resumes with fresh episodes).
+            env_state=self.vecenv.get_state() if hasattr(self.vecenv, "get_state") and self.world.size == 1 else None,
             agent_state=[s.cpu() for s in self.state],
         )
 

@@ -4,6 +4,7 @@
 
     python scripts/bench_train.py sps                                   # puffer_squared, CPU defaults
     python scripts/bench_train.py sps --device cuda --policy mingru --hidden 256 --layers 3 --num-envs 8192
+    python scripts/bench_train.py sps --env puffer_craftax_compact --device cuda --vec.device cuda --profile trace.json
 
 2. CartPole-v1 race, side by side in one process on the same cores: wall-clock time until the mean
    return of the newest 100 episodes reaches 475, for PuffeRL (pufferlib/configs/classic_control.ini)
@@ -59,6 +60,8 @@ def measure_sps(args):
     synchronize()
     elapsed = time.perf_counter() - start
     steps = trainer.global_step - step0
+    if args.profile:
+        profile_epoch(trainer, args.profile)
     trainer.close()
     from pufferlib.models import describe
 
@@ -67,6 +70,23 @@ def measure_sps(args):
     print(f"  training {steps / elapsed / 1e6:.3f}M SPS over {epochs} epochs ({elapsed:.1f} s); "
           f"rollout {steps / rollout / 1e6:.3f}M SPS alone, update {steps / update / 1e6:.3f}M SPS alone")
     return steps / elapsed
+
+
+def profile_epoch(trainer, trace_path):
+    """One more epoch under torch.profiler: the top operators by device time (by CPU time on a
+    CPU) for the rollout and the update, and a Chrome trace at ``trace_path``."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if trainer.device.startswith("cuda") else [])
+    sort = "cuda_time_total" if trainer.device.startswith("cuda") else "cpu_time_total"
+    for name, phase in (("rollout", trainer.collect), ("update", trainer.train)):
+        with profile(activities=activities) as profiler:
+            phase()
+            if trainer.device.startswith("cuda"):
+                torch.cuda.synchronize()
+        print(f"-- {name}: top operators")
+        print(profiler.key_averages().table(sort_by=sort, row_limit=20, max_name_column_width=60))
+        profiler.export_chrome_trace(trace_path.replace(".json", f"_{name}.json"))
 
 
 def puffer_cartpole(seed, budget):
@@ -155,6 +175,7 @@ def main():
     parser.add_argument("--budget", type=float, default=120.0, help="seconds per CartPole run before it counts as unsolved")
     parser.add_argument("--sb3-envs", type=int, default=1, help="SB3's n_envs (its default is 1)")
     parser.add_argument("--torch-threads", type=int, default=1)
+    parser.add_argument("--profile", metavar="TRACE.json", help="after the SPS run, profile one epoch and write Chrome traces")
     args, args.flags = parser.parse_known_args()
     torch.set_num_threads(args.torch_threads)
     if args.what in ("sps", "all"):

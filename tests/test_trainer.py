@@ -567,7 +567,7 @@ class HookedSquared:
     def __init__(self, num_envs, **params):
         self.env = ocean.make("puffer_squared", num_envs=num_envs, **params)
         self.device = torch.device("cpu")
-        self.num_agents = num_envs
+        self.num_envs = self.num_agents = num_envs
         self.single_observation_space = self.env.single_observation_space
         self.single_action_space = self.env.single_action_space
         self.observations = torch.from_numpy(self.env.observations)

@@ -6,7 +6,7 @@ cimport numpy as cnp
 import numpy as np
 from libc.stdint cimport uint8_t, uint32_t, int32_t, int16_t, uint64_t
 from libc.stdlib cimport malloc, free
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 from cython.parallel cimport prange
 
 cnp.import_array()
@@ -258,6 +258,7 @@ cdef extern from "craftax.h":
         float defeat_knight
         float defeat_archer
     ctypedef struct Env "Craftax":
+        int* actions
         int compact
         int reset_pool_size
         const GameState* reset_pool
@@ -269,6 +270,15 @@ cdef extern from *:
 
 
 STATE_BYTES = sizeof(GameState)
+
+
+cdef tuple log_field_names():
+    cdef Log empty
+    memset(&empty, 0, sizeof(Log))
+    return tuple((<dict>empty).keys())
+
+
+LOG_FIELDS = log_field_names()  # Log's fields in order, as log() names them
 
 
 def make_reset_pool(int size, uint64_t seed, int num_threads=1):
@@ -317,3 +327,17 @@ cdef int configure(Env* env, dict params) except -1:
 
 
 include "vecenv.pxi"
+
+
+def render_state(cnp.ndarray[cnp.uint8_t, ndim=1] state, int action):
+    """c_render of a game state (STATE_BYTES bytes, e.g. copied from the GPU env) whose last action
+    was `action`."""
+    if state.shape[0] != sizeof(GameState):
+        raise ValueError(f"a game state is {sizeof(GameState)} bytes, got {state.shape[0]}")
+    cdef Env env
+    memset(&env, 0, sizeof(Env))
+    env.state = <GameState*>cnp.PyArray_DATA(state)
+    env.actions = &action
+    cdef bytearray text = bytearray(RENDER_CAPACITY)
+    cdef int length = c_render(&env, <char*>text, RENDER_CAPACITY)
+    return text[:length].decode()

@@ -211,3 +211,14 @@ def test_puffer_surface_render_and_close(torch):
     env.close()
     with pytest.raises(RuntimeError, match="closed"):
         env.gpu_step(env.actions)
+
+
+@pytest.mark.parametrize("seed", [0, 11])
+def test_full_observation_expands_from_compact_bitwise(seed):
+    """The GPU env's full observations are its compact ones expanded (full_observation_from_compact)."""
+    world = binding.World(binding.split(np.array([0, seed], dtype=np.uint32))[1])
+    rng = np.random.default_rng(seed)
+    for step in range(300):
+        expanded = binding.full_from_compact(world.compact_observation())
+        assert np.array_equal(expanded.view(np.uint32), world.observation().view(np.uint32)), f"step {step}"
+        world.step(binding.split(np.array([1, step], dtype=np.uint32))[0], int(rng.integers(0, craftax.NUM_ACTIONS)))

@@ -39,6 +39,7 @@ cdef extern from "observation.h":
     int COMPACT_OBS_BYTES
     void write_observation(const GameState* s, float* out, int in_step)
     void write_compact_observation(const GameState* s, uint8_t* out, int in_step)
+    float full_observation_from_compact(const uint8_t* compact, int k)
 
 cdef extern from "state_view.h":
     int state_field_count()
@@ -103,6 +104,17 @@ def permutation(key, int n):
         raise ValueError("permutation supports 1..16 elements")
     cdef cnp.ndarray[cnp.int32_t, ndim=1] out = np.empty(n, dtype=np.int32)
     c_permutation(as_key(key), n, &out[0])
+    return out
+
+def full_from_compact(compact):
+    """The full observation read off a compact one, as the GPU env expands it."""
+    cdef cnp.ndarray[cnp.uint8_t, ndim=1] data = np.ascontiguousarray(compact, dtype=np.uint8).reshape(-1)
+    if data.shape[0] != COMPACT_OBS_BYTES:
+        raise ValueError(f"a compact observation is {COMPACT_OBS_BYTES} bytes, got {data.shape[0]}")
+    cdef cnp.ndarray[cnp.float32_t, ndim=1] out = np.empty(OBS_SIZE, dtype=np.float32)
+    cdef int k
+    for k in range(OBS_SIZE):
+        out[k] = full_observation_from_compact(&data[0], k)
     return out
 
 FIELD_DTYPES = {ord("u"): np.uint8, ord("h"): np.int16, ord("i"): np.int32, ord("f"): np.float32, ord("I"): np.uint32}

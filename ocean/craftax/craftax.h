@@ -131,14 +131,23 @@ static void generate_reset_pool(GameState* pool, int first, int last, int pool_s
     free(scratch);
 }
 
-// Copies a reset pool world. A device thread copies whole words (its memcpy of an unknown
-// alignment moves single bytes); GameState holds 4-byte fields, so it is a whole number of words.
+// Copies a reset pool world. On the device the lanes of a warp that reset together copy each
+// one's world in turn, side by side, so that a warp's loads and stores cover consecutive words
+// (one thread copying 148 KB alone would take a millisecond); GameState is whole 4-byte words.
 CRAFTAX_FN void copy_game_state(GameState* dst, const GameState* src) {
 #ifdef __CUDA_ARCH__
     CRAFTAX_STATIC_ASSERT(sizeof(GameState) % sizeof(uint32_t) == 0, "GameState is whole words");
-    uint32_t* to = (uint32_t*)dst;
-    const uint32_t* from = (const uint32_t*)src;
-    for (size_t k = 0; k < sizeof(GameState) / sizeof(uint32_t); k++) to[k] = from[k];
+    const size_t words = sizeof(GameState) / sizeof(uint32_t);
+    unsigned active = __activemask();
+    unsigned lane = threadIdx.x % 32;
+    unsigned rank = __popc(active & ((1u << lane) - 1u)), count = __popc(active);
+    for (unsigned pending = active; pending != 0; pending &= pending - 1u) {
+        int owner = __ffs(pending) - 1;
+        uint32_t* to = (uint32_t*)__shfl_sync(active, (unsigned long long)dst, owner);
+        const uint32_t* from = (const uint32_t*)__shfl_sync(active, (unsigned long long)src, owner);
+        for (size_t k = rank; k < words; k += count) to[k] = from[k];
+    }
+    __syncwarp(active);
 #else
     memcpy(dst, src, sizeof(GameState));
 #endif

@@ -10,6 +10,8 @@
 
 // Worlds generated at once on the device without a reset pool (each needs a WorldgenScratch).
 #define WORLDGEN_SCRATCH_BUFFERS 8192
+// World generation's cumsum recurses, so its stack depth is not known to the compiler.
+#define WORLDGEN_STACK_BYTES 8192
 #define MAX_DEVICES 64
 
 // The host's cos/sin results for the device (ReferenceTrig in noise.h), per device: the light
@@ -51,17 +53,45 @@ static cudaError_t upload_reference_trig(int device, int with_gradients) {
     return cudaMemcpyToSymbol(reference_trig, &trig->tables, sizeof(ReferenceTrig));
 }
 
+// Full observations are written compact by the step (996 bytes per env instead of 33 KB, from
+// one thread each) and expanded by full_observation_kernel, whose writes are coalesced.
 typedef struct {
     VecGpu* vec;
     GameState* states;
     GameState* reset_pool;
+    uint8_t* compact_observations;  // full-observation envs only
+    float* full_observations;
+    int num_envs;
     int device;
 } CraftaxGpu;
+
+#define FULL_OBS_VECTORS (OBS_SIZE / 4)
+CRAFTAX_STATIC_ASSERT(OBS_SIZE % 4 == 0, "a full observation is whole float4s");
+
+__global__ void full_observation_kernel(const uint8_t* compact, float4* full, int num_envs) {
+    long vector = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (vector >= (long)num_envs * FULL_OBS_VECTORS) return;
+    long env = vector / FULL_OBS_VECTORS;
+    int k = (int)(vector - env * FULL_OBS_VECTORS) * 4;
+    const uint8_t* source = compact + env * COMPACT_OBS_BYTES;
+    full[vector] = make_float4(full_observation_from_compact(source, k), full_observation_from_compact(source, k + 1),
+                               full_observation_from_compact(source, k + 2), full_observation_from_compact(source, k + 3));
+}
+
+static cudaError_t expand_observations(CraftaxGpu* env, cudaStream_t stream) {
+    if (env->compact_observations == NULL) return cudaSuccess;
+    long vectors = (long)env->num_envs * FULL_OBS_VECTORS;
+    int threads = 256;
+    full_observation_kernel<<<(unsigned)((vectors + threads - 1) / threads), threads, 0, stream>>>(
+        env->compact_observations, (float4*)env->full_observations, env->num_envs);
+    return cudaGetLastError();
+}
 
 static void destroy(CraftaxGpu* env) {
     vec_gpu_destroy(env->vec);
     cudaFree(env->states);
     cudaFree(env->reset_pool);
+    cudaFree(env->compact_observations);
     free(env);
 }
 
@@ -85,10 +115,20 @@ int craftax_gpu_create(void** out, int device, int num_envs, int compact, const 
     }
     VEC_GPU_CHECK(cudaSetDevice(device));
     VEC_GPU_CHECK(upload_reference_trig(device, reset_pool_size == 0));
+    if (reset_pool_size == 0) {
+        size_t stack_bytes = 0;
+        VEC_GPU_CHECK(cudaDeviceGetLimit(&stack_bytes, cudaLimitStackSize));
+        if (stack_bytes < WORLDGEN_STACK_BYTES) VEC_GPU_CHECK(cudaDeviceSetLimit(cudaLimitStackSize, WORLDGEN_STACK_BYTES));
+    }
     CraftaxGpu* env = (CraftaxGpu*)calloc(1, sizeof(CraftaxGpu));
     env->device = device;
+    env->num_envs = num_envs;
     Craftax* host_envs = (Craftax*)calloc((size_t)num_envs, sizeof(Craftax));
     cudaError_t status = cudaMalloc((void**)&env->states, sizeof(GameState) * (size_t)num_envs);
+    if (status == cudaSuccess && !compact) {
+        env->full_observations = (float*)observations;
+        status = cudaMalloc((void**)&env->compact_observations, (size_t)COMPACT_OBS_BYTES * num_envs);
+    }
     if (status == cudaSuccess && reset_pool_size > 0) {
         status = cudaMalloc((void**)&env->reset_pool, sizeof(GameState) * (size_t)reset_pool_size);
         if (status == cudaSuccess) {
@@ -98,14 +138,14 @@ int craftax_gpu_create(void** out, int device, int num_envs, int compact, const 
     }
     if (status == cudaSuccess) {
         for (int i = 0; i < num_envs; i++) {
-            host_envs[i].compact = compact;
+            host_envs[i].compact = 1;
             host_envs[i].reset_pool_size = reset_pool_size;
             host_envs[i].reset_pool = env->reset_pool;
             host_envs[i].state = &env->states[i];
         }
         const int nvec[1] = {NUM_ACTIONS};
-        long obs_bytes = compact ? COMPACT_OBS_BYTES : OBS_SIZE * (long)sizeof(float);
-        status = vec_gpu_create(&env->vec, host_envs, num_envs, 1, nvec, 1, (char*)observations, obs_bytes, actions,
+        char* step_observations = compact ? (char*)observations : (char*)env->compact_observations;
+        status = vec_gpu_create(&env->vec, host_envs, num_envs, 1, nvec, 1, step_observations, COMPACT_OBS_BYTES, actions,
                                 rewards, terminals, truncations, reset_pool_size > 0 ? 0 : WORLDGEN_SCRATCH_BUFFERS,
                                 sizeof(WorldgenScratch));
     }
@@ -121,13 +161,15 @@ int craftax_gpu_create(void** out, int device, int num_envs, int compact, const 
 int craftax_gpu_reset(void* handle, uint64_t seed, void* stream) {
     CraftaxGpu* env = (CraftaxGpu*)handle;
     VEC_GPU_CHECK(cudaSetDevice(env->device));
-    return vec_gpu_reset(env->vec, seed, (cudaStream_t)stream);
+    VEC_GPU_CHECK(vec_gpu_reset(env->vec, seed, (cudaStream_t)stream));
+    return expand_observations(env, (cudaStream_t)stream);
 }
 
 int craftax_gpu_step(void* handle, const void* actions, int actions_are_int64, void* stream) {
     CraftaxGpu* env = (CraftaxGpu*)handle;
     VEC_GPU_CHECK(cudaSetDevice(env->device));
-    return vec_gpu_step(env->vec, actions, actions_are_int64, (cudaStream_t)stream);
+    VEC_GPU_CHECK(vec_gpu_step(env->vec, actions, actions_are_int64, (cudaStream_t)stream));
+    return expand_observations(env, (cudaStream_t)stream);
 }
 
 // sums: craftax_gpu_sum_count() floats; *bad_index is -1 when every action was valid.

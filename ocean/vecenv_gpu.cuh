@@ -51,6 +51,9 @@ static_assert(sizeof(Log) % sizeof(float) == 0, "Log must hold floats only");
 #define VEC_GPU_WARP 32
 #define VEC_GPU_BLOCK 128
 #define VEC_GPU_MAX_ACTION_DIMS 16
+#ifndef VEC_GPU_STEP_BLOCKS_PER_SM
+#define VEC_GPU_STEP_BLOCKS_PER_SM 1
+#endif
 #define VEC_GPU_NO_BAD_ACTION 0xFFFFFFFFFFFFFFFFull
 
 typedef struct {
@@ -101,7 +104,7 @@ static inline __device__ unsigned long long vec_gpu_bad_action_code(long index, 
 }
 
 template <typename ActionT>
-__global__ void vec_gpu_step_kernel(VecGpu vec, const ActionT* actions) {
+__global__ void __launch_bounds__(VEC_GPU_BLOCK, VEC_GPU_STEP_BLOCKS_PER_SM) vec_gpu_step_kernel(VecGpu vec, const ActionT* actions) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= vec.num_envs) return;
     Env* env = &vec.envs[i];

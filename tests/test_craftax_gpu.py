@@ -56,7 +56,9 @@ def make_pair(num_envs, compact, pool_size, seed):
     cpu_class = craftax.CraftaxCompact if compact else craftax.Craftax
     gpu_class = gpu.CraftaxCompactGPU if compact else gpu.CraftaxGPU
     threads = os.cpu_count() or 1
-    cpu_env = cpu_class(num_envs=num_envs, num_threads=threads, reset_pool_size=pool_size, reset_pool_seed=7)
+    # The CPU env's step() would consume its logs every log_interval steps; the test reads them.
+    cpu_env = cpu_class(num_envs=num_envs, num_threads=threads, reset_pool_size=pool_size, reset_pool_seed=7,
+                        log_interval=2**31 - 1)
     gpu_env = gpu_class(num_envs, reset_pool_size=pool_size, reset_pool_seed=7)
     cpu_env.reset(seed=seed)
     gpu_env.reset(seed=seed)

@@ -6,12 +6,17 @@
 // Every entry point returns a cudaError_t (0 on success); craftax_gpu_error_string names it.
 #include "craftax.h"
 #define Env Craftax
+// The step's occupancy: 4 blocks of 128 threads per multiprocessor caps it at 128 registers
+// (about 200 bytes spilled), twice the resident warps of the uncapped 234 registers; the step is
+// bound by the latency of its scattered state reads, which more resident warps hide.
+#define VEC_GPU_STEP_BLOCKS_PER_SM 4
 #include "vecenv_gpu.cuh"
 
 // Worlds generated at once on the device without a reset pool (each needs a WorldgenScratch).
 #define WORLDGEN_SCRATCH_BUFFERS 8192
-// World generation's cumsum recurses, so its stack depth is not known to the compiler.
-#define WORLDGEN_STACK_BYTES 8192
+// The XLA-order cumsum (world generation, mob spawning) recurses, so the compiler cannot size the
+// threads' stacks; this covers its depth with room to spare.
+#define DEVICE_STACK_BYTES 8192
 #define MAX_DEVICES 64
 
 // The host's cos/sin results for the device (ReferenceTrig in noise.h), per device: the light
@@ -115,11 +120,9 @@ int craftax_gpu_create(void** out, int device, int num_envs, int compact, const 
     }
     VEC_GPU_CHECK(cudaSetDevice(device));
     VEC_GPU_CHECK(upload_reference_trig(device, reset_pool_size == 0));
-    if (reset_pool_size == 0) {
-        size_t stack_bytes = 0;
-        VEC_GPU_CHECK(cudaDeviceGetLimit(&stack_bytes, cudaLimitStackSize));
-        if (stack_bytes < WORLDGEN_STACK_BYTES) VEC_GPU_CHECK(cudaDeviceSetLimit(cudaLimitStackSize, WORLDGEN_STACK_BYTES));
-    }
+    size_t stack_bytes = 0;
+    VEC_GPU_CHECK(cudaDeviceGetLimit(&stack_bytes, cudaLimitStackSize));
+    if (stack_bytes < DEVICE_STACK_BYTES) VEC_GPU_CHECK(cudaDeviceSetLimit(cudaLimitStackSize, DEVICE_STACK_BYTES));
     CraftaxGpu* env = (CraftaxGpu*)calloc(1, sizeof(CraftaxGpu));
     env->device = device;
     env->num_envs = num_envs;

@@ -46,10 +46,10 @@ def bench_gpu(torch, env_class, num_envs, pool, seconds):
     env.gpu_reset(0)
     generator = torch.Generator(device=env.device).manual_seed(0)
 
-    def run(steps):
+    def run(steps, actions=env.actions, step=env.gpu_step):
         for _ in range(steps):
-            env.actions.random_(0, craftax.NUM_ACTIONS, generator=generator)
-            env.gpu_step(env.actions)
+            actions.random_(0, craftax.NUM_ACTIONS, generator=generator)
+            step(actions)
 
     run(20)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -66,8 +66,6 @@ def bench_gpu(torch, env_class, num_envs, pool, seconds):
     elapsed = start.elapsed_time(end) / 1000
     env.gpu_sync_logs()
     env.close()
-    del env
-    torch.cuda.empty_cache()
     return num_envs * steps / elapsed, f"{steps} steps, {elapsed / steps * 1000:.2f} ms/step"
 
 
@@ -140,6 +138,7 @@ def main():
     for count in [int(c) for c in args.counts.split(",")]:
         for env_class in (gpu.CraftaxCompactGPU, gpu.CraftaxGPU):
             rate, note = bench_gpu(torch, env_class, count, args.pool, args.seconds)
+            torch.cuda.empty_cache()  # the closed env's tensors, before the next count
             rows.append((f"GPU {env_class.__name__}", count, rate, note))
             print(rows[-1], flush=True)
     if args.cpu_envs:
@@ -151,7 +150,7 @@ def main():
         rate, note = bench_jax(args.jax_envs, args.seconds)
         rows.append(("JAX reference (full obs)", args.jax_envs, rate, note))
 
-    print(f"\n| env | envs | steps/s | notes |\n|---|---:|---:|---|")
+    print("\n| env | envs | steps/s | notes |\n|---|---:|---:|---|")
     for name, count, rate, note in rows:
         shown = "-" if rate is None else f"{rate / 1e6:.2f}M"
         print(f"| {name} | {count:,} | {shown} | {note} |")

@@ -6,9 +6,10 @@
 // Every entry point returns a cudaError_t (0 on success); craftax_gpu_error_string names it.
 #include "craftax.h"
 #define Env Craftax
-// The step's occupancy: 4 blocks of 128 threads per multiprocessor caps it at 128 registers
-// (about 200 bytes spilled), twice the resident warps of the uncapped 234 registers; the step is
-// bound by the latency of its scattered state reads, which more resident warps hide.
+// The step kernel capped at 128 registers (4 blocks of 128 threads per multiprocessor): the build
+// the GPU parity tests and benchmarks ran. Occupancy is not what limits the step: on an H200 at
+// 655,360 compact envs uncapped (234 registers) ran as fast and 80 registers a little slower
+// (BENCHMARKS.md).
 #define VEC_GPU_STEP_BLOCKS_PER_SM 4
 #include "vecenv_gpu.cuh"
 

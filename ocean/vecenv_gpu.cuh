@@ -168,9 +168,11 @@ __global__ void vec_gpu_reset_kernel(VecGpu vec) {
     }
 }
 
-// vec_reset's start of a run: env i seeded with seed + i, statistics cleared, every env due a reset.
+// vec_reset's start of a run: env i seeded with seed + i, statistics and the bad-action record
+// cleared, every env due a reset.
 __global__ void vec_gpu_seed_kernel(VecGpu vec, uint64_t seed) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i == 0) vec.report->bad_action = VEC_GPU_NO_BAD_ACTION;
     if (i >= vec.num_envs) return;
     Env* env = &vec.envs[i];
     env->rng = seed + (uint64_t)i;

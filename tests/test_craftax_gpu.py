@@ -38,6 +38,30 @@ def test_import_needs_no_gpu_and_bad_counts_are_rejected_first():
         gpu.CraftaxGPU(100)
 
 
+def test_missing_cuda_library_names_the_fix(monkeypatch, tmp_path):
+    monkeypatch.setattr(gpu, "_library", None)
+    monkeypatch.setattr(gpu, "LIBRARY_PATH", tmp_path / "libcraftax_gpu.so")
+    with pytest.raises(RuntimeError, match="was not built.*nvcc"):
+        gpu.load_library()
+
+
+def test_cuda_library_built_from_other_sources_is_refused(monkeypatch):
+    if not gpu.LIBRARY_PATH.exists():
+        pytest.skip(f"{gpu.LIBRARY_PATH.name} not built (no nvcc at build time)")
+    monkeypatch.setattr(gpu, "_library", None)
+    monkeypatch.setattr(binding, "STATE_BYTES", binding.STATE_BYTES + 4)
+    with pytest.raises(RuntimeError, match="CUDA build mismatch: .*game state bytes"):
+        gpu.load_library()
+
+
+def test_cpu_only_torch_or_no_gpu_is_a_clear_error():
+    torch = pytest.importorskip("torch", reason="the GPU env needs PyTorch")
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible: the error cases do not arise")
+    with pytest.raises(RuntimeError, match="CPU-only build|no CUDA GPU is visible"):
+        gpu.CraftaxGPU(64)
+
+
 def cuda_torch():
     torch = pytest.importorskip("torch", reason="the GPU env needs PyTorch")
     if not torch.cuda.is_available():

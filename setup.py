@@ -1,11 +1,22 @@
-"""Builds every Ocean env: ocean/<name>/binding.pyx, a Cython binding over a C header."""
+"""Builds every Ocean env: ocean/<name>/binding.pyx, a Cython binding over a C header; and, where
+nvcc is found, the GPU Craftax library (ocean/craftax/libcraftax_gpu.so).
+
+Environment: PUFFER_NO_CUDA=1 skips the CUDA library; PUFFER_REQUIRE_CUDA=1 fails the build when
+nvcc is missing; PUFFER_CUDA_ARCH lists the compute capabilities to compile machine code for
+(default "80,90": sm_80 and sm_90 code plus compute_90 PTX for newer GPUs).
+"""
 
 import glob
 import os
+import shutil
+import subprocess
+import sys
+import time
 
 import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 compile_args = ["-O3", "-fopenmp", "-fno-fast-math"]
 if os.environ.get("PUFFER_NATIVE") == "1":
@@ -27,7 +38,69 @@ extensions = [
     for path in sorted(glob.glob(os.path.join("ocean", "*", "binding.pyx")))
 ]
 
+CUDA_SOURCE = os.path.join("ocean", "craftax", "craftax_gpu.cu")
+CUDA_LIBRARY = os.path.join("ocean", "craftax", "libcraftax_gpu.so")
+CUDA_HEADERS = glob.glob(os.path.join("ocean", "craftax", "*.h")) + [os.path.join("ocean", "vecenv_gpu.cuh")]
+
+
+def find_nvcc():
+    """nvcc on PATH, else $CUDA_HOME/bin/nvcc, else None."""
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    cuda_home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    candidate = os.path.join(cuda_home, "bin", "nvcc") if cuda_home else None
+    return candidate if candidate and os.access(candidate, os.X_OK) else None
+
+
+def cuda_arch_flags():
+    capabilities = [c.strip() for c in os.environ.get("PUFFER_CUDA_ARCH", "80,90").replace(";", ",").split(",")]
+    capabilities = sorted({c for c in capabilities if c}, key=int)
+    if not capabilities or not all(c.isdigit() for c in capabilities):
+        raise SystemExit(f"PUFFER_CUDA_ARCH must list compute capabilities such as 80,90; got {os.environ['PUFFER_CUDA_ARCH']!r}")
+    flags = [f"-gencode=arch=compute_{c},code=sm_{c}" for c in capabilities]
+    return flags + [f"-gencode=arch=compute_{capabilities[-1]},code=compute_{capabilities[-1]}"]
+
+
+def nvcc_command(nvcc, output):
+    # Bitwise parity with the host build: no FMA contraction on either side, no fast math.
+    # cudart is linked statically, so the library loads where only the driver is installed.
+    return [nvcc, "-O3", "--fmad=false", "-std=c++17", "--threads", "0", "-shared", "-cudart", "static",
+            "-Xcompiler", "-fPIC,-O3,-ffp-contract=off,-fno-fast-math", "-Iocean", "-Iocean/craftax",
+            *cuda_arch_flags(), CUDA_SOURCE, "-o", output]
+
+
+class BuildWithCuda(build_ext):
+    """build_ext, then the CUDA library: its absence is reported in one line, its failure fails the build."""
+
+    def run(self):
+        super().run()
+        if os.environ.get("PUFFER_NO_CUDA") == "1":
+            print("CraftaxGPU: PUFFER_NO_CUDA=1, not building the CUDA library")
+            return
+        nvcc = find_nvcc()
+        if nvcc is None:
+            if os.environ.get("PUFFER_REQUIRE_CUDA") == "1":
+                raise SystemExit("CraftaxGPU: PUFFER_REQUIRE_CUDA=1 but nvcc is not on PATH or in $CUDA_HOME/bin")
+            print("CraftaxGPU: nvcc not found (PATH, $CUDA_HOME/bin): building without the CUDA library")
+            return
+        in_source = self.inplace or getattr(self, "editable_mode", False)
+        output = CUDA_LIBRARY if in_source else os.path.join(self.build_lib, CUDA_LIBRARY)
+        sources = [CUDA_SOURCE, *CUDA_HEADERS, __file__]
+        if os.path.exists(output) and not self.force:
+            if os.path.getmtime(output) >= max(os.path.getmtime(path) for path in sources):
+                return
+        os.makedirs(os.path.dirname(output), exist_ok=True)
+        command = nvcc_command(nvcc, output)
+        print("CraftaxGPU: " + " ".join(command), flush=True)
+        started = time.monotonic()
+        if subprocess.run(command).returncode != 0:
+            raise SystemExit(f"CraftaxGPU: nvcc failed to compile {CUDA_SOURCE} (see above)")
+        print(f"CraftaxGPU: built {output} in {time.monotonic() - started:.0f} s", file=sys.stderr)
+
+
 setup(
+    cmdclass={"build_ext": BuildWithCuda},
     ext_modules=cythonize(
         extensions,
         include_path=["ocean"],

@@ -6,7 +6,7 @@ cimport numpy as cnp
 import numpy as np
 from libc.stdint cimport uint8_t, uint32_t, int32_t, int16_t, uint64_t
 from libc.stdlib cimport malloc, free
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 from cython.parallel cimport prange
 
 cnp.import_array()
@@ -47,6 +47,7 @@ cdef extern from "observation.h":
     int NUM_ACTIONS
     void write_observation(const GameState* s, float* out, int in_step)
     void write_compact_observation(const GameState* s, uint8_t* out, int in_step)
+    float full_observation_from_compact(const uint8_t* compact, int k)
 
 cdef extern from "state_view.h":
     int state_field_count()
@@ -111,6 +112,17 @@ def permutation(key, int n):
         raise ValueError("permutation supports 1..16 elements")
     cdef cnp.ndarray[cnp.int32_t, ndim=1] out = np.empty(n, dtype=np.int32)
     c_permutation(as_key(key), n, &out[0])
+    return out
+
+def full_from_compact(compact):
+    """The full observation read off a compact one, as the GPU env expands it."""
+    cdef cnp.ndarray[cnp.uint8_t, ndim=1] data = np.ascontiguousarray(compact, dtype=np.uint8).reshape(-1)
+    if data.shape[0] != COMPACT_OBS_BYTES:
+        raise ValueError(f"a compact observation is {COMPACT_OBS_BYTES} bytes, got {data.shape[0]}")
+    cdef cnp.ndarray[cnp.float32_t, ndim=1] out = np.empty(OBS_SIZE, dtype=np.float32)
+    cdef int k
+    for k in range(OBS_SIZE):
+        out[k] = full_observation_from_compact(&data[0], k)
     return out
 
 FIELD_DTYPES = {ord("u"): np.uint8, ord("h"): np.int16, ord("i"): np.int32, ord("f"): np.float32, ord("I"): np.uint32}
@@ -266,6 +278,7 @@ cdef extern from "craftax.h":
         float defeat_knight
         float defeat_archer
     ctypedef struct Env "Craftax":
+        int* actions
         int compact
         int reset_pool_size
         const GameState* reset_pool
@@ -283,6 +296,15 @@ LAYOUT = dict(
     cell_bytes=COMPACT_CELL_BYTES, block_types=NUM_BLOCK_TYPES, item_types=NUM_ITEM_TYPES,
     mob_classes=NUM_MOB_CLASSES, mob_types=MOB_TYPES_PER_CLASS, actions=NUM_ACTIONS,
 )
+
+
+cdef tuple log_field_names():
+    cdef Log empty
+    memset(&empty, 0, sizeof(Log))
+    return tuple((<dict>empty).keys())
+
+
+LOG_FIELDS = log_field_names()  # Log's fields in order, as log() names them
 
 
 def make_reset_pool(int size, uint64_t seed, int num_threads=1):
@@ -331,3 +353,17 @@ cdef int configure(Env* env, dict params) except -1:
 
 
 include "vecenv.pxi"
+
+
+def render_state(cnp.ndarray[cnp.uint8_t, ndim=1] state, int action):
+    """c_render of a game state (STATE_BYTES bytes, e.g. copied from the GPU env) whose last action
+    was `action`."""
+    if state.shape[0] != sizeof(GameState):
+        raise ValueError(f"a game state is {sizeof(GameState)} bytes, got {state.shape[0]}")
+    cdef Env env
+    memset(&env, 0, sizeof(Env))
+    env.state = <GameState*>cnp.PyArray_DATA(state)
+    env.actions = &action
+    cdef bytearray text = bytearray(RENDER_CAPACITY)
+    cdef int length = c_render(&env, <char*>text, RENDER_CAPACITY)
+    return text[:length].decode()

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
-#ifdef __SSE2__
+#if defined(__SSE2__) && !defined(__CUDACC__)
 #include <emmintrin.h>
 #endif
 
@@ -117,7 +117,11 @@ typedef struct {
     Key step_reset_key;  // the next step's reset key, used if it ends the episode
     int has_reset_key;   // the step that ended the episode left step_reset_key for c_reset
     int deepest_floor;
+    WorldgenScratch* reset_scratch;  // device resets only: lent by the device vecenv for c_reset
 } Craftax;
+
+// A device reset that generates a world needs scratch memory (ocean/vecenv_gpu.cuh).
+#define VEC_GPU_RESET_SCRATCH WorldgenScratch
 
 // Generates reset pool world j for j in [first, last).
 static void generate_reset_pool(GameState* pool, int first, int last, int pool_size, uint64_t pool_seed) {
@@ -127,12 +131,34 @@ static void generate_reset_pool(GameState* pool, int first, int last, int pool_s
     free(scratch);
 }
 
+// Copies a reset pool world. On the device the lanes of a warp that reset together copy each
+// one's world in turn, side by side, so that a warp's loads and stores cover consecutive words
+// (one thread copying 148 KB alone would take a millisecond); GameState is whole 4-byte words.
+CRAFTAX_FN void copy_game_state(GameState* dst, const GameState* src) {
+#ifdef __CUDA_ARCH__
+    CRAFTAX_STATIC_ASSERT(sizeof(GameState) % sizeof(uint32_t) == 0, "GameState is whole words");
+    const size_t words = sizeof(GameState) / sizeof(uint32_t);
+    unsigned active = __activemask();
+    unsigned lane = threadIdx.x % 32;
+    unsigned rank = __popc(active & ((1u << lane) - 1u)), count = __popc(active);
+    for (unsigned pending = active; pending != 0; pending &= pending - 1u) {
+        int owner = __ffs(pending) - 1;
+        uint32_t* to = (uint32_t*)__shfl_sync(active, (unsigned long long)dst, owner);
+        const uint32_t* from = (const uint32_t*)__shfl_sync(active, (unsigned long long)src, owner);
+        for (size_t k = rank; k < words; k += count) to[k] = from[k];
+    }
+    __syncwarp(active);
+#else
+    memcpy(dst, src, sizeof(GameState));
+#endif
+}
+
 // A full observation is 33 KB, mostly zeros, and a thousand envs' observations do not fit in
 // the caches: written in place, each line is read from memory before it is written (a write
 // miss). It is assembled in a per-thread buffer that stays in the cache instead, then streamed
 // out with non-temporal stores, which skip that read.
-static void write_full_observation(const GameState* s, float* out, int in_step) {
-#ifdef __SSE2__
+CRAFTAX_FN void write_full_observation(const GameState* s, float* out, int in_step) {
+#if defined(__SSE2__) && !defined(__CUDACC__)
     static _Thread_local float staging[OBS_SIZE] __attribute__((aligned(64)));
     if (((uintptr_t)out & 15) == 0) {
         write_observation(s, staging, in_step);
@@ -144,7 +170,7 @@ static void write_full_observation(const GameState* s, float* out, int in_step) 
     write_observation(s, out, in_step);
 }
 
-static void write_env_observation(Craftax* env, int in_step) {
+CRAFTAX_FN void write_env_observation(Craftax* env, int in_step) {
     if (env->compact) {
         write_compact_observation(env->state, (uint8_t*)env->observations, in_step);
     } else {
@@ -152,7 +178,7 @@ static void write_env_observation(Craftax* env, int in_step) {
     }
 }
 
-static void c_reset(Craftax* env) {
+CRAFTAX_FN void c_reset(Craftax* env) {
     Key reset_key;
     if (env->has_reset_key) {
         reset_key = env->step_reset_key;
@@ -164,18 +190,22 @@ static void c_reset(Craftax* env) {
     }
     if (env->reset_pool_size > 0) {
         uint32_t j = random_bits_at(reset_key, 0) % (uint32_t)env->reset_pool_size;
-        memcpy(env->state, &env->reset_pool[j], sizeof(GameState));
+        copy_game_state(env->state, &env->reset_pool[j]);
     } else {
         // reset(reset_key) generates its world from split(reset_key)[1].
+#ifdef __CUDA_ARCH__
+        generate_world(key_split_at(reset_key, 1), env->state, env->reset_scratch);
+#else
         WorldgenScratch* scratch = (WorldgenScratch*)malloc(sizeof(WorldgenScratch));
         generate_world(key_split_at(reset_key, 1), env->state, scratch);
         free(scratch);
+#endif
     }
     env->deepest_floor = 0;
     write_env_observation(env, 0);
 }
 
-static void log_episode(Craftax* env) {
+CRAFTAX_FN void log_episode(Craftax* env) {
     const GameState* s = env->state;
     int points = 0;
     float* unlocked = &env->log.collect_wood;
@@ -198,7 +228,7 @@ static void log_episode(Craftax* env) {
 
 // Each step splits (rng, step_key) = split(rng); the auto-resetting env steps with
 // split(step_key)[0] and would reset with split(step_key)[1].
-static void c_prepare(Craftax* envs, int count) {
+CRAFTAX_FN void c_prepare(Craftax* envs, int count) {
     KeyLanes chain, step_key, next, reset, step_rng;
     for (int l = 0; l < KEY_LANES; l++) set_lane_key(&chain, l, envs[l < count ? l : 0].key);
     lanes_split_at(&chain, 1, &step_key);
@@ -214,7 +244,7 @@ static void c_prepare(Craftax* envs, int count) {
     }
 }
 
-static int c_step(Craftax* env) {
+CRAFTAX_FN int c_step(Craftax* env) {
     GameState* s = env->state;
     env->key = env->next_key;
     env->rewards[0] = craftax_step(&env->draws, s, env->actions[0]);

@@ -10,10 +10,42 @@
 #include "constants.h"
 #include "rng.h"
 
-// cosf/sinf of the reference are glibc's (XLA's CPU backend calls libm). A device build must
-// supply functions with glibc's exact results here; CUDA's cosf/sinf are not bitwise equal.
-CRAFTAX_FN float reference_cosf(float x) { return cosf(x); }
-CRAFTAX_FN float reference_sinf(float x) { return sinf(x); }
+// cosf/sinf of the reference are glibc's (XLA's CPU backend calls libm). CUDA's cosf/sinf are not
+// bitwise equal, so these are host-only: device code reads glibc's results from ReferenceTrig,
+// tables the host fills by calling the host pass of the functions below (craftax_gpu.cu).
+#ifdef __CUDACC__
+#define CRAFTAX_LIBM_FN __host__ static inline
+#else
+#define CRAFTAX_LIBM_FN static inline
+#endif
+CRAFTAX_LIBM_FN float reference_cosf(float x) { return cosf(x); }
+CRAFTAX_LIBM_FN float reference_sinf(float x) { return sinf(x); }
+
+// A noise gradient's angle is 6.2831855f times a uniform whose 23 mantissa bits are the top bits
+// of a 32-bit draw: 2^23 angles in all, few enough to tabulate.
+#define GRADIENT_ANGLES (1 << 23)
+
+#ifdef __CUDACC__
+typedef struct {
+    const float2* gradients;    // [GRADIENT_ANGLES]: (cos, sin) of angle bits >> 9
+    const float* light_levels;  // [MAX_TIMESTEPS + 1]: light_level_at(timestep)
+    float initial_light_level;
+} ReferenceTrig;
+__device__ static ReferenceTrig reference_trig;
+#endif
+
+// cos and sin of the gradient angle 6.2831855f * uniform_from_bits(bits).
+CRAFTAX_FN void gradient_at(uint32_t bits, float* x, float* y) {
+#ifdef __CUDA_ARCH__
+    float2 g = reference_trig.gradients[bits >> 9];
+    *x = g.x;
+    *y = g.y;
+#else
+    float angle = 6.2831855f * uniform_from_bits(bits);
+    *x = reference_cosf(angle);
+    *y = reference_sinf(angle);
+#endif
+}
 
 CRAFTAX_FN float perlin_fade(float t) { return t * t * t * fmaf(t, fmaf(t, 6.0f, -15.0f), 10.0f); }
 
@@ -27,11 +59,7 @@ CRAFTAX_FN float fractal_noise_shifted(Key key, int res_rows, int res_cols, floa
     float grad_x[13 * 25];
     float grad_y[13 * 25];
     int grad_cols = res_cols + 1;
-    for (int i = 0; i < (res_rows + 1) * grad_cols; i++) {
-        float angle = 6.2831855f * uniform_at(angle_key, (uint32_t)i);
-        grad_x[i] = reference_cosf(angle);
-        grad_y[i] = reference_sinf(angle);
-    }
+    for (int i = 0; i < (res_rows + 1) * grad_cols; i++) gradient_at(random_bits_at(angle_key, (uint32_t)i), &grad_x[i], &grad_y[i]);
     int cell_rows = 48 / res_rows;
     int cell_cols = 48 / res_cols;
     const float sqrt2 = 1.41421354f;

@@ -184,3 +184,23 @@ CRAFTAX_FN void write_compact_observation(const GameState* s, uint8_t* out, int 
     write_scalars(s, scalars, in_step);
     memcpy(out + COMPACT_MAP_BYTES, scalars, sizeof(scalars));
 }
+
+// Float k of the full observation, read off the compact one (the same information): the device
+// env writes compact observations in its step and expands them with one coalesced pass.
+CRAFTAX_FN float full_observation_from_compact(const uint8_t* compact, int k) {
+    if (k >= OBS_CELLS * OBS_CHANNELS) {
+        float scalar;
+        memcpy(&scalar, compact + COMPACT_MAP_BYTES + sizeof(float) * (k - OBS_CELLS * OBS_CHANNELS), sizeof(float));
+        return scalar;
+    }
+    const uint8_t* bytes = compact + (k / OBS_CHANNELS) * COMPACT_CELL_BYTES;
+    int channel = k % OBS_CHANNELS;
+    if (!bytes[7]) return 0.0f;
+    if (channel < CHANNEL_ITEMS) return bytes[0] == channel ? 1.0f : 0.0f;
+    if (channel < CHANNEL_MOBS) return bytes[1] == channel - CHANNEL_ITEMS ? 1.0f : 0.0f;
+    if (channel < CHANNEL_LIGHT) {
+        int mob = channel - CHANNEL_MOBS;
+        return (bytes[2 + mob / MOB_TYPES_PER_CLASS] >> (mob % MOB_TYPES_PER_CLASS)) & 1 ? 1.0f : 0.0f;
+    }
+    return 1.0f;
+}

@@ -10,10 +10,15 @@
 // calculate_light_level: a day of DAY_LENGTH steps, darkest around its 60% mark. In the jitted
 // step XLA divides by the day length as a multiplication by its float32 reciprocal and fuses
 // 1 - c * c^2 into one FMA.
+// timestep: 0 .. MAX_TIMESTEPS (the device reads the host's results, see ReferenceTrig).
 CRAFTAX_FN float light_level_at(int32_t timestep) {
+#ifdef __CUDA_ARCH__
+    return reference_trig.light_levels[timestep];
+#else
     float progress = fmodf((float)timestep * (1.0f / (float)DAY_LENGTH), 1.0f) + 0.3f;
     float c = fabsf(reference_cosf(3.14159274f * progress));
     return fmaf(-c, c * c, 1.0f);
+#endif
 }
 
 // is_game_over: the step limit, death, or the necromancer defeated.

@@ -346,8 +346,12 @@ CRAFTAX_FN void generate_dungeon(Key rng, const DungeonConfig* config, GameState
 // calculate_light_level(0) as generate_world evaluates it: with Python numbers, so the phase
 // pi * 0.3 is rounded from double, then cos and the cube run in float32.
 CRAFTAX_FN float initial_light_level(void) {
+#ifdef __CUDA_ARCH__
+    return reference_trig.initial_light_level;
+#else
     float c = fabsf(reference_cosf((float)(3.141592653589793 * 0.3)));
     return 1.0f - c * (c * c);
+#endif
 }
 
 // generate_world(key): every floor, empty mobs, the potion mapping and the state's own key.

@@ -1,0 +1,212 @@
+// The GPU-resident Craftax env: the Ocean env of craftax.h stepped by the device vecenv
+// (ocean/vecenv_gpu.cuh), one thread per env. Built by setup.py into ocean/craftax/libcraftax_gpu.so
+// and driven through ctypes by ocean/craftax/gpu.py with raw device pointers of torch tensors and
+// the caller's stream: no torch headers, cudart linked statically.
+//
+// Every entry point returns a cudaError_t (0 on success); craftax_gpu_error_string names it.
+#include "craftax.h"
+#define Env Craftax
+// The step kernel capped at 128 registers (4 blocks of 128 threads per multiprocessor): the build
+// the GPU parity tests and benchmarks ran. Occupancy is not what limits the step: on an H200 at
+// 655,360 compact envs uncapped (234 registers) ran as fast and 80 registers a little slower
+// (BENCHMARKS.md).
+#define VEC_GPU_STEP_BLOCKS_PER_SM 4
+#include "vecenv_gpu.cuh"
+
+// Worlds generated at once on the device without a reset pool (each needs a WorldgenScratch).
+#define WORLDGEN_SCRATCH_BUFFERS 8192
+// The XLA-order cumsum (world generation, mob spawning) recurses, so the compiler cannot size the
+// threads' stacks; this covers its depth with room to spare.
+#define DEVICE_STACK_BYTES 8192
+#define MAX_DEVICES 64
+
+// The host's cos/sin results for the device (ReferenceTrig in noise.h), per device: the light
+// levels for every env, the 64 MB of gradient directions only once an env generates worlds.
+typedef struct {
+    ReferenceTrig tables;
+    int uploaded;
+} DeviceTrig;
+static DeviceTrig device_trig[MAX_DEVICES];
+
+static cudaError_t upload_reference_trig(int device, int with_gradients) {
+    DeviceTrig* trig = &device_trig[device];
+    if (!trig->uploaded) {
+        float* levels = (float*)malloc(sizeof(float) * (MAX_TIMESTEPS + 1));
+        for (int t = 0; t <= MAX_TIMESTEPS; t++) levels[t] = light_level_at(t);
+        float* device_levels = NULL;
+        cudaError_t status = cudaMalloc((void**)&device_levels, sizeof(float) * (MAX_TIMESTEPS + 1));
+        if (status == cudaSuccess) {
+            status = cudaMemcpy(device_levels, levels, sizeof(float) * (MAX_TIMESTEPS + 1), cudaMemcpyHostToDevice);
+        }
+        free(levels);
+        VEC_GPU_CHECK(status);
+        trig->tables.light_levels = device_levels;
+        trig->tables.initial_light_level = initial_light_level();
+        trig->uploaded = 1;
+    }
+    if (with_gradients && trig->tables.gradients == NULL) {
+        float2* gradients = (float2*)malloc(sizeof(float2) * GRADIENT_ANGLES);
+        for (uint32_t m = 0; m < GRADIENT_ANGLES; m++) gradient_at(m << 9, &gradients[m].x, &gradients[m].y);
+        float2* device_gradients = NULL;
+        cudaError_t status = cudaMalloc((void**)&device_gradients, sizeof(float2) * GRADIENT_ANGLES);
+        if (status == cudaSuccess) {
+            status = cudaMemcpy(device_gradients, gradients, sizeof(float2) * GRADIENT_ANGLES, cudaMemcpyHostToDevice);
+        }
+        free(gradients);
+        VEC_GPU_CHECK(status);
+        trig->tables.gradients = device_gradients;
+    }
+    return cudaMemcpyToSymbol(reference_trig, &trig->tables, sizeof(ReferenceTrig));
+}
+
+// Full observations are written compact by the step (996 bytes per env instead of 33 KB, from
+// one thread each) and expanded by full_observation_kernel, whose writes are coalesced.
+typedef struct {
+    VecGpu* vec;
+    GameState* states;
+    GameState* reset_pool;
+    uint8_t* compact_observations;  // full-observation envs only
+    float* full_observations;
+    int num_envs;
+    int device;
+} CraftaxGpu;
+
+#define FULL_OBS_VECTORS (OBS_SIZE / 4)
+CRAFTAX_STATIC_ASSERT(OBS_SIZE % 4 == 0, "a full observation is whole float4s");
+
+__global__ void full_observation_kernel(const uint8_t* compact, float4* full, int num_envs) {
+    long vector = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (vector >= (long)num_envs * FULL_OBS_VECTORS) return;
+    long env = vector / FULL_OBS_VECTORS;
+    int k = (int)(vector - env * FULL_OBS_VECTORS) * 4;
+    const uint8_t* source = compact + env * COMPACT_OBS_BYTES;
+    full[vector] = make_float4(full_observation_from_compact(source, k), full_observation_from_compact(source, k + 1),
+                               full_observation_from_compact(source, k + 2), full_observation_from_compact(source, k + 3));
+}
+
+static cudaError_t expand_observations(CraftaxGpu* env, cudaStream_t stream) {
+    if (env->compact_observations == NULL) return cudaSuccess;
+    long vectors = (long)env->num_envs * FULL_OBS_VECTORS;
+    int threads = 256;
+    full_observation_kernel<<<(unsigned)((vectors + threads - 1) / threads), threads, 0, stream>>>(
+        env->compact_observations, (float4*)env->full_observations, env->num_envs);
+    return cudaGetLastError();
+}
+
+static void destroy(CraftaxGpu* env) {
+    vec_gpu_destroy(env->vec);
+    cudaFree(env->states);
+    cudaFree(env->reset_pool);
+    cudaFree(env->compact_observations);
+    free(env);
+}
+
+extern "C" {
+
+const char* craftax_gpu_error_string(int status) { return cudaGetErrorString((cudaError_t)status); }
+
+// The layout this library was compiled with, checked against the CPU binding's at load time.
+size_t craftax_gpu_state_bytes(void) { return sizeof(GameState); }
+int craftax_gpu_sum_count(void) { return VEC_GPU_SUMS; }
+int craftax_gpu_obs_size(int compact) { return compact ? COMPACT_OBS_BYTES : OBS_SIZE; }
+
+// pool: reset_pool_size worlds (make_reset_pool's bytes) on the host, or NULL; the buffers are
+// device memory of num_envs entries (observations: OBS_SIZE floats or COMPACT_OBS_BYTES bytes each).
+int craftax_gpu_create(void** out, int device, int num_envs, int compact, const void* pool, int reset_pool_size,
+                       void* observations, int* actions, float* rewards, unsigned char* terminals,
+                       unsigned char* truncations) {
+    *out = NULL;
+    if (num_envs <= 0 || num_envs % VEC_GPU_WARP != 0 || device < 0 || device >= MAX_DEVICES) {
+        return cudaErrorInvalidValue;
+    }
+    VEC_GPU_CHECK(cudaSetDevice(device));
+    VEC_GPU_CHECK(upload_reference_trig(device, reset_pool_size == 0));
+    size_t stack_bytes = 0;
+    VEC_GPU_CHECK(cudaDeviceGetLimit(&stack_bytes, cudaLimitStackSize));
+    if (stack_bytes < DEVICE_STACK_BYTES) VEC_GPU_CHECK(cudaDeviceSetLimit(cudaLimitStackSize, DEVICE_STACK_BYTES));
+    CraftaxGpu* env = (CraftaxGpu*)calloc(1, sizeof(CraftaxGpu));
+    env->device = device;
+    env->num_envs = num_envs;
+    Craftax* host_envs = (Craftax*)calloc((size_t)num_envs, sizeof(Craftax));
+    cudaError_t status = cudaMalloc((void**)&env->states, sizeof(GameState) * (size_t)num_envs);
+    if (status == cudaSuccess && !compact) {
+        env->full_observations = (float*)observations;
+        status = cudaMalloc((void**)&env->compact_observations, (size_t)COMPACT_OBS_BYTES * num_envs);
+    }
+    if (status == cudaSuccess && reset_pool_size > 0) {
+        status = cudaMalloc((void**)&env->reset_pool, sizeof(GameState) * (size_t)reset_pool_size);
+        if (status == cudaSuccess) {
+            status = cudaMemcpy(env->reset_pool, pool, sizeof(GameState) * (size_t)reset_pool_size,
+                                cudaMemcpyHostToDevice);
+        }
+    }
+    if (status == cudaSuccess) {
+        for (int i = 0; i < num_envs; i++) {
+            host_envs[i].compact = 1;
+            host_envs[i].reset_pool_size = reset_pool_size;
+            host_envs[i].reset_pool = env->reset_pool;
+            host_envs[i].state = &env->states[i];
+        }
+        const int nvec[1] = {NUM_ACTIONS};
+        char* step_observations = compact ? (char*)observations : (char*)env->compact_observations;
+        status = vec_gpu_create(&env->vec, host_envs, num_envs, 1, nvec, 1, step_observations, COMPACT_OBS_BYTES, actions,
+                                rewards, terminals, truncations, reset_pool_size > 0 ? 0 : WORLDGEN_SCRATCH_BUFFERS,
+                                sizeof(WorldgenScratch));
+    }
+    free(host_envs);
+    if (status != cudaSuccess) {
+        destroy(env);
+        return status;
+    }
+    *out = env;
+    return cudaSuccess;
+}
+
+int craftax_gpu_reset(void* handle, uint64_t seed, void* stream) {
+    CraftaxGpu* env = (CraftaxGpu*)handle;
+    VEC_GPU_CHECK(cudaSetDevice(env->device));
+    VEC_GPU_CHECK(vec_gpu_reset(env->vec, seed, (cudaStream_t)stream));
+    return expand_observations(env, (cudaStream_t)stream);
+}
+
+int craftax_gpu_step(void* handle, const void* actions, int actions_are_int64, void* stream) {
+    CraftaxGpu* env = (CraftaxGpu*)handle;
+    VEC_GPU_CHECK(cudaSetDevice(env->device));
+    VEC_GPU_CHECK(vec_gpu_step(env->vec, actions, actions_are_int64, (cudaStream_t)stream));
+    return expand_observations(env, (cudaStream_t)stream);
+}
+
+// sums: craftax_gpu_sum_count() floats; *bad_index is -1 when every action was valid.
+int craftax_gpu_sync_logs(void* handle, float* sums, long long* bad_index, int* bad_value, void* stream) {
+    CraftaxGpu* env = (CraftaxGpu*)handle;
+    VEC_GPU_CHECK(cudaSetDevice(env->device));
+    VecGpuReport report;
+    VEC_GPU_CHECK(vec_gpu_sync_logs(env->vec, &report, (cudaStream_t)stream));
+    memcpy(sums, report.sums, sizeof(report.sums));
+    if (report.bad_action == VEC_GPU_NO_BAD_ACTION) {
+        *bad_index = -1;
+        *bad_value = 0;
+    } else {
+        *bad_index = (long long)(report.bad_action >> 32);
+        *bad_value = (int)(int32_t)(uint32_t)report.bad_action;
+    }
+    return cudaSuccess;
+}
+
+// Env index's game state (sizeof(GameState) bytes) into host memory; waits for the stream.
+int craftax_gpu_read_state(void* handle, int index, void* out, void* stream) {
+    CraftaxGpu* env = (CraftaxGpu*)handle;
+    VEC_GPU_CHECK(cudaSetDevice(env->device));
+    VEC_GPU_CHECK(cudaMemcpyAsync(out, &env->states[index], sizeof(GameState), cudaMemcpyDeviceToHost,
+                                  (cudaStream_t)stream));
+    return cudaStreamSynchronize((cudaStream_t)stream);
+}
+
+void craftax_gpu_destroy(void* handle) {
+    CraftaxGpu* env = (CraftaxGpu*)handle;
+    cudaSetDevice(env->device);
+    cudaDeviceSynchronize();
+    destroy(env);
+}
+
+}  // extern "C"

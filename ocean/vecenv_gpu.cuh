@@ -1,0 +1,331 @@
+// The device vecenv: steps many copies of one Ocean game on the GPU, one thread per env, writing
+// straight into device buffers (torch tensors) that Python owns. The device sibling of vecenv.h,
+// with the same autoreset and episode accounting, so a game compiled by both gives the same
+// trajectories on the host and on the device.
+//
+// Include it (in a .cu file) after the game header. The game's contract is vecenv.h's, with every
+// function callable on the device (__host__ __device__, e.g. Craftax's CRAFTAX_FN):
+//     Env struct with fields observations, actions, rewards, terminals, truncations,
+//         rng (uint64_t), log (Log, floats only)
+//     void c_reset(Env*)   start an episode: write observations only
+//     int  c_step(Env*)    apply actions; write rewards, terminals, truncations; 1 when it ended
+//     optional VEC_PREPARE_BATCH / c_prepare(Env*, int count): called with count 1, each thread
+//         preparing its own env just before stepping it
+// and, for a game whose device reset needs scratch memory (world generation):
+//     #define VEC_GPU_RESET_SCRATCH Type   and a field `Type* reset_scratch` in Env, which the
+//         reset kernel points at a buffer of its own for the duration of each c_reset
+//
+// The host side fills an array of Env on the host (game parameters, device pointers to the
+// game's own device memory), then hands it to vec_gpu_create, which uploads it and binds each env
+// to its slice of the device buffers. Every launch goes on the caller's stream; only
+// vec_gpu_create, vec_gpu_sync_logs and vec_gpu_destroy synchronize, so reset and step can be
+// captured in a CUDA graph.
+//
+// Actions come from the caller's device buffer (int32 or int64), are checked against the action
+// space on the device and copied into the env's int32 actions buffer. An env given an action
+// outside the space is not stepped (its rewards, terminals and truncations are zeroed) and the
+// first such action is recorded; vec_gpu_sync_logs reports it.
+//
+// Logs: per-env Log and episode sums stay on the device; vec_gpu_sync_logs reduces them on the
+// device in a fixed order (deterministic from run to run), copies the sums to the host and clears
+// them. The reduction's order differs from vecenv.h's sequential float sum, so sums agree with the
+// host's to float rounding.
+#pragma once
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef VEC_PREPARE_BATCH
+#define VEC_PREPARE_BATCH 1
+__host__ __device__ static inline void c_prepare(Env* envs, int count) {
+    (void)envs;
+    (void)count;
+}
+#endif
+
+static_assert(sizeof(Log) % sizeof(float) == 0, "Log must hold floats only");
+#define VEC_GPU_LOG_FIELDS ((int)(sizeof(Log) / sizeof(float)))
+// The sums fetched by vec_gpu_sync_logs: the Log fields, then episode return, length and count.
+#define VEC_GPU_SUMS (VEC_GPU_LOG_FIELDS + 3)
+#define VEC_GPU_WARP 32
+#define VEC_GPU_BLOCK 128
+#define VEC_GPU_MAX_ACTION_DIMS 16
+#ifndef VEC_GPU_STEP_BLOCKS_PER_SM
+#define VEC_GPU_STEP_BLOCKS_PER_SM 1
+#endif
+#define VEC_GPU_NO_BAD_ACTION 0xFFFFFFFFFFFFFFFFull
+
+typedef struct {
+    float running_return;
+    float running_length;
+    float return_sum;
+    float length_sum;
+    float episodes;
+} VecGpuEpisode;
+
+// What vec_gpu_sync_logs copies back in one transfer.
+typedef struct {
+    float sums[VEC_GPU_SUMS];
+    // The first out-of-range action: flat index in the high 32 bits, value (saturated to int32)
+    // in the low 32; VEC_GPU_NO_BAD_ACTION when none.
+    unsigned long long bad_action;
+} VecGpuReport;
+
+typedef struct {
+    Env* envs;  // everything below is device memory, except the counts and report_host
+    VecGpuEpisode* episodes;
+    uint8_t* ended;  // the env's episode ended this step: its reset is pending
+    int* actions;    // the envs' int32 actions (the caller's buffer, bound to the envs)
+    double* partial_sums;  // [blocks][VEC_GPU_SUMS], the first stage of the log reduction
+    VecGpuReport* report;
+    VecGpuReport* report_host;  // pinned
+    void* reset_scratch;   // reset_threads buffers of reset_scratch_bytes, or NULL
+    size_t reset_scratch_bytes;
+    int reset_threads;     // threads of the reset kernel: one per env, or one per scratch buffer
+    int num_envs;
+    int agents_per_env;
+    int action_dims;
+    int nvec[VEC_GPU_MAX_ACTION_DIMS];
+} VecGpu;
+
+static int vec_gpu_blocks(int count) { return (count + VEC_GPU_BLOCK - 1) / VEC_GPU_BLOCK; }
+
+// Any failed CUDA call ends the calling function with its error; vec_gpu_error names it.
+#define VEC_GPU_CHECK(call)                    \
+    do {                                       \
+        cudaError_t vec_gpu_status = (call);   \
+        if (vec_gpu_status != cudaSuccess) return vec_gpu_status; \
+    } while (0)
+
+static inline __device__ unsigned long long vec_gpu_bad_action_code(long index, long long value) {
+    long long saturated = value > INT32_MAX ? INT32_MAX : (value < INT32_MIN ? INT32_MIN : value);
+    return ((unsigned long long)index << 32) | (uint32_t)(int32_t)saturated;
+}
+
+template <typename ActionT>
+__global__ void __launch_bounds__(VEC_GPU_BLOCK, VEC_GPU_STEP_BLOCKS_PER_SM) vec_gpu_step_kernel(VecGpu vec, const ActionT* actions) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= vec.num_envs) return;
+    Env* env = &vec.envs[i];
+    int agents = vec.agents_per_env;
+    int dims = vec.action_dims;
+    long first = (long)i * agents * dims;
+    int valid = 1;
+    for (int k = 0; k < agents * dims; k++) {
+        long long action = (long long)actions[first + k];
+        if (action < 0 || action >= vec.nvec[k % dims]) {
+            atomicMin(&vec.report->bad_action, vec_gpu_bad_action_code(first + k, action));
+            valid = 0;
+        } else {
+            vec.actions[first + k] = (int)action;
+        }
+    }
+    if (!valid) {
+        for (int a = 0; a < agents; a++) {
+            env->rewards[a] = 0.0f;
+            env->terminals[a] = 0;
+            env->truncations[a] = 0;
+        }
+        return;
+    }
+    c_prepare(env, 1);
+    int done = c_step(env);
+    VecGpuEpisode* episode = &vec.episodes[i];
+    float reward = 0.0f;
+    for (int a = 0; a < agents; a++) reward += env->rewards[a];
+    episode->running_return += reward / (float)agents;
+    episode->running_length += 1.0f;
+    if (done) {
+        episode->return_sum += episode->running_return;
+        episode->length_sum += episode->running_length;
+        episode->episodes += 1.0f;
+        episode->running_return = 0.0f;
+        episode->running_length = 0.0f;
+        vec.ended[i] = 1;
+    }
+}
+
+// Resets the envs whose episode ended; with scratch, each thread lends its buffer in turn to the
+// envs i, i + reset_threads, ...
+__global__ void vec_gpu_reset_kernel(VecGpu vec) {
+    int thread = blockIdx.x * blockDim.x + threadIdx.x;
+    if (thread >= vec.reset_threads) return;
+    for (int i = thread; i < vec.num_envs; i += vec.reset_threads) {
+        if (!vec.ended[i]) continue;
+        Env* env = &vec.envs[i];
+#ifdef VEC_GPU_RESET_SCRATCH
+        env->reset_scratch = vec.reset_scratch == NULL
+                                 ? NULL
+                                 : (VEC_GPU_RESET_SCRATCH*)((char*)vec.reset_scratch +
+                                                            (size_t)thread * vec.reset_scratch_bytes);
+#endif
+        c_reset(env);
+#ifdef VEC_GPU_RESET_SCRATCH
+        env->reset_scratch = NULL;
+#endif
+        vec.ended[i] = 0;
+    }
+}
+
+// vec_reset's start of a run: env i seeded with seed + i, statistics and the bad-action record
+// cleared, every env due a reset.
+__global__ void vec_gpu_seed_kernel(VecGpu vec, uint64_t seed) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i == 0) vec.report->bad_action = VEC_GPU_NO_BAD_ACTION;
+    if (i >= vec.num_envs) return;
+    Env* env = &vec.envs[i];
+    env->rng = seed + (uint64_t)i;
+    memset(&env->log, 0, sizeof(Log));
+    memset(&vec.episodes[i], 0, sizeof(VecGpuEpisode));
+    for (int a = 0; a < vec.agents_per_env; a++) {
+        env->rewards[a] = 0.0f;
+        env->terminals[a] = 0;
+        env->truncations[a] = 0;
+    }
+    vec.ended[i] = 1;
+}
+
+__device__ static float vec_gpu_sum_value(VecGpu* vec, int i, int field) {
+    if (field < VEC_GPU_LOG_FIELDS) return ((const float*)&vec->envs[i].log)[field];
+    const VecGpuEpisode* episode = &vec->episodes[i];
+    if (field == VEC_GPU_LOG_FIELDS) return episode->return_sum;
+    if (field == VEC_GPU_LOG_FIELDS + 1) return episode->length_sum;
+    return episode->episodes;
+}
+
+// First stage: each block sums its envs' statistics (a fixed tree, in double) and clears them.
+__global__ void vec_gpu_partial_sums_kernel(VecGpu vec) {
+    __shared__ double warp_sums[VEC_GPU_BLOCK / VEC_GPU_WARP];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int lane = threadIdx.x % VEC_GPU_WARP, warp = threadIdx.x / VEC_GPU_WARP;
+    for (int field = 0; field < VEC_GPU_SUMS; field++) {
+        double value = i < vec.num_envs ? (double)vec_gpu_sum_value(&vec, i, field) : 0.0;
+        for (int offset = VEC_GPU_WARP / 2; offset > 0; offset /= 2) {
+            value += __shfl_down_sync(0xFFFFFFFFu, value, offset);
+        }
+        if (lane == 0) warp_sums[warp] = value;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            double total = 0.0;
+            for (int w = 0; w < VEC_GPU_BLOCK / VEC_GPU_WARP; w++) total += warp_sums[w];
+            vec.partial_sums[(size_t)blockIdx.x * VEC_GPU_SUMS + field] = total;
+        }
+        __syncthreads();
+    }
+    if (i < vec.num_envs) {
+        memset(&vec.envs[i].log, 0, sizeof(Log));
+        vec.episodes[i].return_sum = 0.0f;
+        vec.episodes[i].length_sum = 0.0f;
+        vec.episodes[i].episodes = 0.0f;
+    }
+}
+
+// Second stage: one thread per field adds the blocks' sums in block order.
+__global__ void vec_gpu_total_sums_kernel(VecGpu vec, int blocks) {
+    int field = threadIdx.x;
+    if (field >= VEC_GPU_SUMS) return;
+    double total = 0.0;
+    for (int b = 0; b < blocks; b++) total += vec.partial_sums[(size_t)b * VEC_GPU_SUMS + field];
+    vec.report->sums[field] = (float)total;
+}
+
+static void vec_gpu_destroy(VecGpu* vec) {
+    if (vec == NULL) return;
+    cudaFree(vec->envs);
+    cudaFree(vec->episodes);
+    cudaFree(vec->ended);
+    cudaFree(vec->partial_sums);
+    cudaFree(vec->report);
+    cudaFreeHost(vec->report_host);
+    cudaFree(vec->reset_scratch);
+    free(vec);
+}
+
+// host_envs: num_envs envs configured by the game (their device pointers set), uploaded here;
+// the buffers: device memory for num_envs * agents_per_env agents, obs_bytes per agent.
+// reset_scratch_buffers: how many resets may generate at once (0 when c_reset needs no scratch).
+static cudaError_t vec_gpu_create(VecGpu** out, Env* host_envs, int num_envs, int agents_per_env,
+                                  const int* nvec, int action_dims, char* observations, long obs_bytes,
+                                  int* actions, float* rewards, unsigned char* terminals,
+                                  unsigned char* truncations, int reset_scratch_buffers,
+                                  size_t reset_scratch_bytes) {
+    *out = NULL;
+    if (action_dims < 1 || action_dims > VEC_GPU_MAX_ACTION_DIMS) return cudaErrorInvalidValue;
+    VecGpu* vec = (VecGpu*)calloc(1, sizeof(VecGpu));
+    vec->num_envs = num_envs;
+    vec->agents_per_env = agents_per_env;
+    vec->action_dims = action_dims;
+    memcpy(vec->nvec, nvec, sizeof(int) * action_dims);
+    vec->actions = actions;
+    for (int i = 0; i < num_envs; i++) {
+        Env* env = &host_envs[i];
+        long first = (long)i * agents_per_env;
+        env->observations = (void*)(observations + first * obs_bytes);
+        env->actions = actions + first * action_dims;
+        env->rewards = rewards + first;
+        env->terminals = terminals + first;
+        env->truncations = truncations + first;
+    }
+    cudaError_t status = cudaSuccess;
+#define VEC_GPU_CREATE_CHECK(call)                 \
+    if ((status = (call)) != cudaSuccess) {        \
+        vec_gpu_destroy(vec);                      \
+        return status;                             \
+    }
+    VEC_GPU_CREATE_CHECK(cudaMalloc((void**)&vec->envs, sizeof(Env) * (size_t)num_envs));
+    VEC_GPU_CREATE_CHECK(cudaMemcpy(vec->envs, host_envs, sizeof(Env) * (size_t)num_envs, cudaMemcpyHostToDevice));
+    VEC_GPU_CREATE_CHECK(cudaMalloc((void**)&vec->episodes, sizeof(VecGpuEpisode) * (size_t)num_envs));
+    VEC_GPU_CREATE_CHECK(cudaMemset(vec->episodes, 0, sizeof(VecGpuEpisode) * (size_t)num_envs));
+    VEC_GPU_CREATE_CHECK(cudaMalloc((void**)&vec->ended, (size_t)num_envs));
+    VEC_GPU_CREATE_CHECK(cudaMemset(vec->ended, 0, (size_t)num_envs));
+    VEC_GPU_CREATE_CHECK(cudaMalloc((void**)&vec->partial_sums, sizeof(double) * VEC_GPU_SUMS * vec_gpu_blocks(num_envs)));
+    VEC_GPU_CREATE_CHECK(cudaMalloc((void**)&vec->report, sizeof(VecGpuReport)));
+    VEC_GPU_CREATE_CHECK(cudaMemset(vec->report, 0xFF, sizeof(VecGpuReport)));
+    VEC_GPU_CREATE_CHECK(cudaMallocHost((void**)&vec->report_host, sizeof(VecGpuReport)));
+    if (reset_scratch_buffers > 0) {
+        vec->reset_threads = reset_scratch_buffers < num_envs ? reset_scratch_buffers : num_envs;
+        vec->reset_scratch_bytes = reset_scratch_bytes;
+        VEC_GPU_CREATE_CHECK(cudaMalloc(&vec->reset_scratch, reset_scratch_bytes * (size_t)vec->reset_threads));
+    } else {
+        vec->reset_threads = num_envs;
+    }
+#undef VEC_GPU_CREATE_CHECK
+    *out = vec;
+    return cudaSuccess;
+}
+
+static cudaError_t vec_gpu_reset(VecGpu* vec, uint64_t seed, cudaStream_t stream) {
+    vec_gpu_seed_kernel<<<vec_gpu_blocks(vec->num_envs), VEC_GPU_BLOCK, 0, stream>>>(*vec, seed);
+    VEC_GPU_CHECK(cudaGetLastError());
+    vec_gpu_reset_kernel<<<vec_gpu_blocks(vec->reset_threads), VEC_GPU_BLOCK, 0, stream>>>(*vec);
+    return cudaGetLastError();
+}
+
+// actions: device, num_envs * agents_per_env * action_dims values, int64 when actions_are_int64.
+static cudaError_t vec_gpu_step(VecGpu* vec, const void* actions, int actions_are_int64, cudaStream_t stream) {
+    int blocks = vec_gpu_blocks(vec->num_envs);
+    if (actions_are_int64) {
+        vec_gpu_step_kernel<long long><<<blocks, VEC_GPU_BLOCK, 0, stream>>>(*vec, (const long long*)actions);
+    } else {
+        vec_gpu_step_kernel<int><<<blocks, VEC_GPU_BLOCK, 0, stream>>>(*vec, (const int*)actions);
+    }
+    VEC_GPU_CHECK(cudaGetLastError());
+    vec_gpu_reset_kernel<<<vec_gpu_blocks(vec->reset_threads), VEC_GPU_BLOCK, 0, stream>>>(*vec);
+    return cudaGetLastError();
+}
+
+// Reduces and clears the statistics and the bad-action record; waits for the stream. *report
+// holds the sums (Log fields, return, length, episodes) and the first bad action since the last call.
+static cudaError_t vec_gpu_sync_logs(VecGpu* vec, VecGpuReport* report, cudaStream_t stream) {
+    int blocks = vec_gpu_blocks(vec->num_envs);
+    vec_gpu_partial_sums_kernel<<<blocks, VEC_GPU_BLOCK, 0, stream>>>(*vec);
+    VEC_GPU_CHECK(cudaGetLastError());
+    vec_gpu_total_sums_kernel<<<1, ((VEC_GPU_SUMS + VEC_GPU_WARP - 1) / VEC_GPU_WARP) * VEC_GPU_WARP, 0, stream>>>(*vec, blocks);
+    VEC_GPU_CHECK(cudaGetLastError());
+    VEC_GPU_CHECK(cudaMemcpyAsync(vec->report_host, vec->report, sizeof(VecGpuReport), cudaMemcpyDeviceToHost, stream));
+    VEC_GPU_CHECK(cudaMemsetAsync(&vec->report->bad_action, 0xFF, sizeof(unsigned long long), stream));
+    VEC_GPU_CHECK(cudaStreamSynchronize(stream));
+    *report = *vec->report_host;
+    return cudaSuccess;
+}

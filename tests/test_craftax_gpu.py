@@ -1,0 +1,250 @@
+"""The GPU Craftax env (ocean/craftax/gpu.py) against the CPU env, bit for bit.
+
+GPU tests are marked ``gpu`` and skip, saying why, without torch with CUDA, a visible GPU or the
+CUDA library. The build test runs everywhere: where nvcc exists the library must have been built.
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+binding = pytest.importorskip("ocean.craftax.binding", reason="build the extensions first: python setup.py build_ext --inplace")
+
+import ocean.craftax as craftax  # noqa: E402
+from ocean.craftax import gpu  # noqa: E402
+
+
+def find_nvcc():
+    """Where setup.py looks: PATH, then $CUDA_HOME/bin."""
+    cuda_home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    candidate = Path(cuda_home, "bin", "nvcc") if cuda_home else None
+    return shutil.which("nvcc") or (str(candidate) if candidate and os.access(candidate, os.X_OK) else None)
+
+
+def test_cuda_library_is_built_where_nvcc_exists():
+    if os.environ.get("PUFFER_NO_CUDA") == "1":
+        pytest.skip("PUFFER_NO_CUDA=1: the CUDA library is opted out")
+    if find_nvcc() is None:
+        pytest.skip("nvcc not found (PATH, $CUDA_HOME/bin): the CUDA library is not built here")
+    assert gpu.LIBRARY_PATH.exists(), f"nvcc is at {find_nvcc()} but {gpu.LIBRARY_PATH} was not built"
+    gpu.load_library()  # loads without a GPU (static cudart) and matches the CPU binding's layout
+
+
+def test_import_needs_no_gpu_and_bad_counts_are_rejected_first():
+    with pytest.raises(ValueError, match="multiple of 32"):
+        gpu.CraftaxGPU(100)
+
+
+def test_missing_cuda_library_names_the_fix(monkeypatch, tmp_path):
+    monkeypatch.setattr(gpu, "_library", None)
+    monkeypatch.setattr(gpu, "LIBRARY_PATH", tmp_path / "libcraftax_gpu.so")
+    with pytest.raises(RuntimeError, match="was not built.*nvcc"):
+        gpu.load_library()
+
+
+def test_cuda_library_built_from_other_sources_is_refused(monkeypatch):
+    if not gpu.LIBRARY_PATH.exists():
+        pytest.skip(f"{gpu.LIBRARY_PATH.name} not built (no nvcc at build time)")
+    monkeypatch.setattr(gpu, "_library", None)
+    monkeypatch.setattr(binding, "STATE_BYTES", binding.STATE_BYTES + 4)
+    with pytest.raises(RuntimeError, match="CUDA build mismatch: .*game state bytes"):
+        gpu.load_library()
+
+
+def test_cpu_only_torch_or_no_gpu_is_a_clear_error():
+    torch = pytest.importorskip("torch", reason="the GPU env needs PyTorch")
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible: the error cases do not arise")
+    with pytest.raises(RuntimeError, match="CPU-only build|no CUDA GPU is visible"):
+        gpu.CraftaxGPU(64)
+
+
+def cuda_torch():
+    torch = pytest.importorskip("torch", reason="the GPU env needs PyTorch")
+    if not torch.cuda.is_available():
+        pytest.skip(f"no CUDA GPU visible to torch {torch.__version__}")
+    if not gpu.LIBRARY_PATH.exists():
+        pytest.skip(f"{gpu.LIBRARY_PATH.name} not built (no nvcc at build time)")
+    return torch
+
+
+@pytest.fixture(scope="module")
+def torch():
+    return cuda_torch()
+
+
+def make_pair(num_envs, compact, pool_size, seed):
+    cpu_class = craftax.CraftaxCompact if compact else craftax.Craftax
+    gpu_class = gpu.CraftaxCompactGPU if compact else gpu.CraftaxGPU
+    threads = os.cpu_count() or 1
+    # The CPU env's step() would consume its logs every log_interval steps; the test reads them.
+    cpu_env = cpu_class(num_envs=num_envs, num_threads=threads, reset_pool_size=pool_size, reset_pool_seed=7,
+                        log_interval=2**31 - 1)
+    gpu_env = gpu_class(num_envs, reset_pool_size=pool_size, reset_pool_seed=7)
+    cpu_env.reset(seed=seed)
+    gpu_env.reset(seed=seed)
+    return cpu_env, gpu_env
+
+
+def assert_same(cpu_env, gpu_env, step):
+    buffers = {
+        "observations": (cpu_env.observations, gpu_env.observations),
+        "rewards": (cpu_env.rewards, gpu_env.rewards),
+        "terminals": (cpu_env.terminals, gpu_env.terminals),
+        "truncations": (cpu_env.truncations, gpu_env.truncations),
+    }
+    for name, (host, device) in buffers.items():
+        device = device.cpu().numpy()
+        host = np.asarray(host).astype(device.dtype)
+        if not np.array_equal(host.view(np.uint8), device.view(np.uint8)):
+            rows = np.nonzero((host != device).reshape(len(host), -1).any(axis=1))[0]
+            pytest.fail(f"step {step}: {name} differ in envs {rows[:10].tolist()} ({len(rows)} envs)")
+
+
+def action_stream(rng, num_envs):
+    return rng.integers(0, craftax.NUM_ACTIONS, size=num_envs, dtype=np.int32)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("num_envs,steps", [(256, 500), (4096, 300)])
+@pytest.mark.parametrize("pool_size", [0, 64])
+@pytest.mark.parametrize("compact", [False, True], ids=["full", "compact"])
+def test_gpu_env_matches_cpu_env_bitwise(torch, num_envs, steps, pool_size, compact):
+    cpu_env, gpu_env = make_pair(num_envs, compact, pool_size, seed=1000 + num_envs)
+    rng = np.random.default_rng(num_envs + pool_size + compact)
+    episodes = 0
+    assert_same(cpu_env, gpu_env, 0)
+    for step in range(1, steps + 1):
+        actions = action_stream(rng, num_envs)
+        cpu_env.step(actions)
+        gpu_env.gpu_step(torch.from_numpy(actions).to(gpu_env.device))
+        assert_same(cpu_env, gpu_env, step)
+        episodes += int(np.count_nonzero(cpu_env.terminals | cpu_env.truncations))
+    assert episodes > 0, "no episode ended: autoreset went unchecked"
+    assert gpu_env.gpu_sync_logs() is not None
+    gpu_env.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("pool_size", [0, 32])
+def test_logs_equal_cpu_logs(torch, pool_size):
+    cpu_env, gpu_env = make_pair(512, True, pool_size, seed=5)
+    rng = np.random.default_rng(3)
+    compared = 0
+    for step in range(400):
+        actions = action_stream(rng, 512)
+        cpu_env.step(actions)
+        gpu_env.gpu_step(torch.from_numpy(actions).cuda())
+        if step % 50 == 49:
+            cpu_log, gpu_log = cpu_env.log(), gpu_env.gpu_sync_logs()
+            assert (cpu_log is None) == (gpu_log is None)
+            if cpu_log is None:
+                continue
+            assert gpu_log.keys() == cpu_log.keys()
+            assert gpu_log["episodes"] == cpu_log["episodes"]
+            # Sums run in another order on the device (a tree, not one float accumulator).
+            for key, value in cpu_log.items():
+                assert gpu_log[key] == pytest.approx(value, rel=1e-5, abs=1e-6), key
+            compared += 1
+    assert compared > 0, "no episode ended"
+
+
+@pytest.mark.gpu
+def test_gpu_step_never_synchronizes(torch):
+    env = gpu.CraftaxCompactGPU(1024, reset_pool_size=32)
+    env.gpu_reset(0)
+    generator = torch.Generator(device=env.device).manual_seed(0)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for _ in range(50):
+            actions = torch.randint(0, craftax.NUM_ACTIONS, (1024,), device=env.device, generator=generator)
+            env.gpu_step(actions)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    env.gpu_sync_logs()  # no action was out of range
+    env.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("compact", [False, True], ids=["full", "compact"])
+def test_cuda_graph_replay_equals_eager(torch, compact):
+    env_class = gpu.CraftaxCompactGPU if compact else gpu.CraftaxGPU
+    graphed, eager = env_class(256, reset_pool_size=16), env_class(256, reset_pool_size=16)
+    actions = torch.zeros(256, dtype=torch.int64, device=graphed.device)
+    # The policy's stand-in: actions computed from the observations on the device.
+    def policy(observations):
+        return (observations.float().sum(dim=1) * 7).long() % craftax.NUM_ACTIONS
+
+    graphed.gpu_reset(9)
+    eager.gpu_reset(9)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):  # warm-up, as capture requires, on the graphed env's side
+        actions.copy_(policy(graphed.observations))
+        graphed.gpu_step(actions)
+        eager.gpu_step(policy(eager.observations))
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        actions.copy_(policy(graphed.observations))
+        graphed.gpu_step(actions)
+    for step in range(200):
+        graph.replay()
+        eager.gpu_step(policy(eager.observations))
+        for name in ("observations", "rewards", "terminals", "truncations"):
+            assert torch.equal(getattr(graphed, name), getattr(eager, name)), f"step {step}: {name}"
+    graphed_log, eager_log = graphed.gpu_sync_logs(), eager.gpu_sync_logs()
+    assert graphed_log == eager_log
+    graphed.close()
+    eager.close()
+
+
+@pytest.mark.gpu
+def test_out_of_range_action_is_reported_at_sync(torch):
+    env = gpu.CraftaxGPU(64, reset_pool_size=8)
+    env.reset(seed=0)
+    actions = torch.zeros(64, dtype=torch.int64, device=env.device)
+    actions[17] = 43
+    actions[40] = -1
+    env.gpu_step(actions)
+    with pytest.raises(ValueError, match="action 43 for agent 17"):
+        env.gpu_sync_logs()
+    env.gpu_step(torch.zeros(64, dtype=torch.int32, device=env.device))
+    assert env.gpu_sync_logs() is None  # the record is cleared once reported
+    with pytest.raises(ValueError, match="int32 or int64"):
+        env.gpu_step(torch.zeros(64, dtype=torch.float32, device=env.device))
+    with pytest.raises(ValueError, match="shape"):
+        env.gpu_step(torch.zeros(32, dtype=torch.int32, device=env.device))
+    env.close()
+
+
+@pytest.mark.gpu
+def test_puffer_surface_render_and_close(torch):
+    env = gpu.CraftaxCompactGPU(32, reset_pool_size=4, log_interval=1)
+    observations, infos = env.reset(seed=3)
+    assert observations.shape == (32, craftax.COMPACT_OBS_BYTES) and observations.is_cuda and infos == []
+    assert env.masks.all() and env.num_agents == 32
+    obs, rewards, terminals, truncations, infos = env.step(np.full(32, 5))
+    assert rewards.dtype == torch.float32 and terminals.dtype == torch.bool and isinstance(infos, list)
+    cpu_env = craftax.CraftaxCompact(num_envs=32, reset_pool_size=4)
+    cpu_env.reset(seed=3)
+    cpu_env.step(np.full(32, 5, dtype=np.int32))
+    assert env.render(7) == cpu_env.render(7)
+    env.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        env.gpu_step(env.actions)
+
+
+@pytest.mark.parametrize("seed", [0, 11])
+def test_full_observation_expands_from_compact_bitwise(seed):
+    """The GPU env's full observations are its compact ones expanded (full_observation_from_compact)."""
+    world = binding.World(binding.split(np.array([0, seed], dtype=np.uint32))[1])
+    rng = np.random.default_rng(seed)
+    for step in range(300):
+        expanded = binding.full_from_compact(world.compact_observation())
+        assert np.array_equal(expanded.view(np.uint32), world.observation().view(np.uint32)), f"step {step}"
+        world.step(binding.split(np.array([1, step], dtype=np.uint32))[0], int(rng.integers(0, craftax.NUM_ACTIONS)))

@@ -37,7 +37,8 @@ class Connect4(OceanEnv):
 
     def board(self, index=0):
         """Env ``index``'s board (rows from the top: 0 empty, 1 player 0, 2 player 1) and the player to move."""
-        return binding.get_board(self.c_envs, check_int(self.name, "index", index, 0, self.num_envs - 1))
+        cells, to_move = binding.get_board(self.c_envs, check_int(self.name, "index", index, 0, self.num_envs - 1))
+        return np.array(cells, np.int32), to_move
 
     def set_board(self, board, to_move=0, index=0):
         """Puts a position on env ``index`` (same layout as board()); for tests and puzzles."""

@@ -19,7 +19,7 @@ class Pong(OceanEnv):
     binding = binding
     optimal_score = 1.0
 
-    def __init__(self, num_envs=1, points_to_win=5, opponent_speed=0.15, opponent_reaction=0.5, **kwargs):
+    def __init__(self, num_envs=1, points_to_win=5, opponent_speed=0.2, opponent_reaction=0.5, **kwargs):
         points_to_win = check_int(self.name, "points_to_win", points_to_win, 1, 99)
         opponent_speed = check_float(self.name, "opponent_speed", opponent_speed, 0.0, 1.0)
         opponent_reaction = check_float(self.name, "opponent_reaction", opponent_reaction, 0.0, 1.0)

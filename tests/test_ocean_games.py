@@ -2,11 +2,18 @@
 outcomes, determinism, bad input; slow-marked tests train each game with its own .ini."""
 
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import ocean
+from pufferlib import assemble, pufferl
+from pufferlib.config import apply_flags, load_config
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from score_games import score  # noqa: E402
 
 GAMES = ["puffer_breakout", "puffer_pong", "puffer_snake", "puffer_connect4"]
 STAY = np.zeros(1, np.int32)
@@ -477,3 +484,47 @@ def test_bad_test_scenes_are_refused():
     c4 = connect4()
     with pytest.raises(ValueError, match="floats above an empty cell"):
         c4.set_board(board(".......", "x......"))
+
+
+# -- learning (slow) -------------------------------------------------------------------------
+
+
+def train(env_name, steps, *flags):
+    """Trains with the game's own .ini for ``steps`` steps on the CPU; returns the policy."""
+    config = apply_flags(load_config(env_name), [
+        "--train.device", "cpu", "--train.dashboard", "plain", "--train.total-timesteps", str(steps), *flags,
+    ])
+    vecenv = assemble.make_vecenv(env_name, config)
+    trainer = pufferl.PuffeRL(config, vecenv, assemble.make_policy(vecenv, config))
+    try:
+        while trainer.epoch < trainer.total_epochs:
+            trainer.collect()
+            trainer.train()
+    finally:
+        trainer.close()
+    return trainer.policy.eval(), dict(config["env"])
+
+
+@pytest.mark.slow
+def test_breakout_learns_to_break_bricks():
+    policy, params = train("puffer_breakout", 30_000_000)
+    assert score(policy, "puffer_breakout", num_envs=256, **params) > 0.35  # random play: 0.02
+
+
+@pytest.mark.slow
+def test_pong_learns_to_beat_the_default_opponent():
+    policy, params = train("puffer_pong", 30_000_000)
+    assert score(policy, "puffer_pong", num_envs=256, **params) > 0.5  # random play: 0.0
+
+
+@pytest.mark.slow
+def test_snake_learns_to_grow():
+    policy, params = train("puffer_snake", 8_000_000)
+    assert score(policy, "puffer_snake", num_envs=16, **params) > 8  # random play: 1.9
+
+
+@pytest.mark.slow
+def test_connect4_learns_to_beat_the_depth_3_opponent():
+    policy, params = train("puffer_connect4", 3_000_000)
+    assert params["depth"] == 3
+    assert score(policy, "puffer_connect4", num_envs=512, **params) > 0.7  # random play: 0.003

@@ -115,7 +115,10 @@ static inline int c_step(Breakout* env) {
     // Moves by table lookup and clamping: random actions make a switch's branches unpredictable.
     static const float PADDLE_MOVE[3] = {0.0f, -BREAKOUT_PADDLE_SPEED, BREAKOUT_PADDLE_SPEED};
     float half = env->paddle_width * 0.5f;
-    env->paddle_x = fminf(fmaxf(env->paddle_x + PADDLE_MOVE[env->actions[0]], half), env->width - half);
+    // Comparisons rather than fminf/fmaxf, which are library calls without -ffast-math.
+    float paddle_x = env->paddle_x + PADDLE_MOVE[env->actions[0]];
+    paddle_x = paddle_x < half ? half : paddle_x;
+    env->paddle_x = paddle_x > env->width - half ? env->width - half : paddle_x;
     env->rewards[0] = 0.0f;
     env->terminals[0] = 0;
     env->truncations[0] = 0;

@@ -74,9 +74,16 @@ static inline void c_reset(Pong* env) {
     pong_write_observation(env);
 }
 
+// Comparisons rather than fminf/fmaxf: without -ffast-math those are library calls (for their NaN
+// rules), several per step; these compile to minss/maxss.
+static inline float pong_clamp(float value, float low, float high) {
+    value = value < low ? low : value;
+    return value > high ? high : value;
+}
+
 static inline float pong_clamp_paddle(float y) {
     const float half = PONG_PADDLE_H * 0.5f;
-    return fminf(fmaxf(y, half), PONG_HEIGHT - half);
+    return pong_clamp(y, half, PONG_HEIGHT - half);
 }
 
 // The ball reached a paddle's line at height y: returns 1 and sends it back toward `direction`
@@ -118,7 +125,7 @@ static inline int c_step(Pong* env) {
     int tracking = env->ball_vx < 0.0f && env->ball_x < env->opponent_reaction * PONG_WIDTH;
     float target = tracking ? env->ball_y : PONG_HEIGHT * 0.5f;
     float speed = env->opponent_speed;
-    env->opponent_y = pong_clamp_paddle(env->opponent_y + fminf(fmaxf(target - env->opponent_y, -speed), speed));
+    env->opponent_y = pong_clamp_paddle(env->opponent_y + pong_clamp(target - env->opponent_y, -speed, speed));
 
     env->rewards[0] = 0.0f;
     env->terminals[0] = 0;

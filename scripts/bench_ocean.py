@@ -8,6 +8,11 @@ the env's action buffer every step, as a trainer would) on one thread and on eve
 in the same run is the same Squared game written as vectorized numpy, the fastest way to write
 it without C.
 
+The games (breakout, pong, snake, connect4) have their own section (--games, 'none' to skip): each
+stepped on one thread with random actions at the size the original Ocean's figures were measured
+at (4,096 envs; snake: 16 boards of 256 snakes), beside the same game written as vectorised numpy
+(scripts/numpy_games.py) in the same run, and the target speed for each.
+
 Craftax has its own section (--craftax-envs envs, 0 to skip): compact and full observations,
 with a reset pool (--craftax-pool worlds) and without one (every reset generates a world, as the
 reference does), and the memory each env holds.
@@ -15,11 +20,15 @@ reference does), and the memory each env holds.
 
 import argparse
 import os
+import sys
 import time
 
 import numpy as np
 
 import ocean
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numpy_games  # noqa: E402
 
 ACTION_CACHE = 256
 
@@ -95,6 +104,60 @@ def numpy_squared_sps(num_envs, seconds):
     return steps * num_envs / (time.perf_counter() - start)
 
 
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+# Game: (C env parameters, steps/s target on one core of an Intel Xeon of these machines: 1.5x the
+# original Ocean's figures there).
+GAME_BENCH = {
+    "puffer_breakout": (dict(num_envs=4096), 4.7e6),
+    "puffer_pong": (dict(num_envs=4096), 38e6),
+    "puffer_snake": (dict(num_envs=16, width=640, height=360, num_snakes=256, food=4096, vision=5, max_length=256), 5e6),
+    "puffer_connect4": (dict(num_envs=4096, depth=3), 0.054e6),
+}
+
+
+def numpy_game_sps(name, params, seconds):
+    env = numpy_games.GAMES[name](**params)
+    agents = params["num_envs"] * params.get("num_snakes", 1)
+    n = 4 if name == "puffer_snake" else 7 if name == "puffer_connect4" else 3
+    cache = np.random.default_rng(0).integers(0, n, (ACTION_CACHE, agents))
+    env.step(cache[0])
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        env.step(cache[steps % ACTION_CACHE])
+        steps += 1
+    return steps * agents / (time.perf_counter() - start)
+
+
+def games_section(names, seconds):
+    print("\nGames, 1 thread, random actions: agent steps/second, C vecenv vs vectorised numpy (same run)")
+    header = f"{'env':<18}{'envs x agents':>15}{'C':>10}{'numpy':>10}{'C/numpy':>9}{'target':>9}{'C/target':>10}"
+    print(header)
+    print("-" * len(header))
+    for name in names:
+        params, target = GAME_BENCH[name]
+        game = {key: value for key, value in params.items() if key != "num_envs"}
+        env = ocean.make(name, num_envs=params["num_envs"], num_threads=1, **game)
+        ours = steps_per_second(env, seconds)
+        peer = numpy_game_sps(name, dict(params), seconds)
+        shape = f"{params['num_envs']} x {env.agents_per_env}"
+        print(f"{name:<18}{shape:>15}{human_rate(ours):>10}{human_rate(peer):>10}{ours / peer:>8.0f}x"
+              f"{human_rate(target):>9}{ours / target:>9.1f}x")
+
+
+def human_rate(value):
+    return f"{value / 1e6:.2f}M" if value < 1e7 else f"{value / 1e6:.1f}M"
+
+
 def fixed_step_cost(repeats=200_000):
     """Seconds per step() call on a single bandit env: the Python and binding overhead."""
     env = ocean.make("bandit", num_envs=1, log_interval=1_000_000)
@@ -138,16 +201,17 @@ def craftax_section(num_envs, pool_size, seconds, cores):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--envs", default=",".join(name for name in ocean.ENVS if name not in CRAFTAX_ENVS),
+    parser.add_argument("--envs", default=",".join(name for name in ocean.ENVS if name not in CRAFTAX_ENVS + tuple(GAME_BENCH)),
                         help="comma-separated Ocean envs for the generic table, or 'none'")
     parser.add_argument("--counts", default="1024,4096,16384")
     parser.add_argument("--seconds", type=float, default=1.0)
+    parser.add_argument("--games", default=",".join(GAME_BENCH), help="games for the games section, or 'none'")
     parser.add_argument("--craftax-envs", type=int, default=1024, help="Craftax envs per run (0: skip Craftax)")
     parser.add_argument("--craftax-pool", type=int, default=1024, help="worlds in the Craftax reset pool")
     args = parser.parse_args()
     cores = os.cpu_count()
     counts = [int(c) for c in args.counts.split(",")]
-    print(f"{cores} cores; steps/second in millions (agent steps), random actions\n")
+    print(f"{cpu_name()}, {cores} cores; steps/second in millions (agent steps), random actions\n")
     header = f"{'env':<20}{'envs':>7}{'1 thread':>11}{f'{cores} threads':>12}{'scaling':>9}"
     print(header)
     print("-" * len(header))
@@ -163,6 +227,8 @@ def main():
         print(f"squared, {count} envs, 1 thread: C vecenv {ours / 1e6:.1f}M, numpy peer {peer / 1e6:.1f}M "
               f"-> {ours / peer:.1f}x")
     print(f"\nfixed cost of one step() call from Python: {fixed_step_cost() * 1e6:.2f} us")
+    if args.games != "none":
+        games_section(args.games.split(","), args.seconds)
     if args.craftax_envs:
         craftax_section(args.craftax_envs, args.craftax_pool, args.seconds, cores)
 

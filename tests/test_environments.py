@@ -1,7 +1,11 @@
 """Third-party env families, stepped for real through vector.make."""
 
+import warnings
+
+import gymnasium
 import numpy as np
 import pytest
+from gymnasium.utils.env_checker import check_env
 import torch
 from conftest import random_actions
 
@@ -81,3 +85,15 @@ def test_unknown_names_suggest_the_right_one():
         atari.env_creator("breakoutt")
     with pytest.raises(ValueError, match="Did you mean score"):
         nethack.env_creator("scor")
+
+
+@pytest.mark.timeout(120)
+def test_family_envs_pass_check_env_and_their_spec_recreates_them():
+    for env in (classic_control.make("CartPole-v1"), atari.make("pong")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # check_env warns that a wrapper is not the unwrapped env
+            check_env(env, skip_render_check=True)
+        again = gymnasium.make(env.spec)
+        assert type(again.unwrapped) is type(env.unwrapped) and again.observation_space == env.observation_space
+        again.close()
+        env.close()

@@ -8,6 +8,7 @@ worker node) or a local ``ray.init()``, and stop it by the ids of the processes 
 
 import functools
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -237,15 +238,15 @@ def test_misuse_raises_api_usage_error():
     with pytest.raises(APIUsageError, match="reset"):
         envs.recv()
     with pytest.raises(APIUsageError, match="async_reset"):
-        envs.step(np.zeros(4))
+        envs.step(np.zeros(4, np.int32))
     envs.async_reset()
     with pytest.raises(APIUsageError, match="send"):
-        envs.send(np.zeros(2))
+        envs.send(np.zeros(2, np.int32))
     envs.recv()
     with pytest.raises(APIUsageError, match="recv\\(\\) called twice"):
         envs.recv()
     with pytest.raises(ValueError, match="shape"):
-        envs.send(np.zeros(3))
+        envs.send(np.zeros(3, np.int32))
     envs.close()
     with pytest.raises(APIUsageError, match="closed"):
         envs.async_reset()
@@ -258,14 +259,17 @@ def test_misuse_raises_api_usage_error():
 def test_env_exception_reraises_with_the_worker_traceback():
     envs = vector.make(functools.partial(counter, fail_at=3), backend="multiprocessing", num_envs=4, num_workers=2)
     envs.reset(seed=0)
-    envs.step(np.zeros(4))
-    envs.step(np.zeros(4))
+    envs.step(np.zeros(4, np.int32))
+    envs.step(np.zeros(4, np.int32))
     with pytest.raises(ValueError, match="failed on step 3") as raised:
-        envs.step(np.zeros(4))
+        envs.step(np.zeros(4, np.int32))
     assert "in step" in str(raised.value.__cause__) and "test_vector.py" in str(raised.value.__cause__)
-    assert "Raised in worker" in raised.value.__notes__[0]
+    # The notes name the env that raised and its worker (both workers' envs fail on step 3).
+    env_note, worker_note = raised.value.__notes__
+    env, worker = map(int, re.fullmatch(r"Raised by env (\d) of worker (\d)\.", env_note).groups())
+    assert env // 2 == worker and worker_note.startswith(f"Raised in worker {worker} (pid")
     with pytest.raises(APIUsageError, match="earlier failure"):
-        envs.step(np.zeros(4))
+        envs.step(np.zeros(4, np.int32))
     envs.close()
     assert not any(process.is_alive() for process in envs.processes)
 
@@ -280,7 +284,7 @@ def test_unpicklable_exception_and_creation_failure_still_surface():
     )
     envs.reset()
     with pytest.raises(WorkerError, match="Unpicklable"):
-        envs.step(np.zeros(2))
+        envs.step(np.zeros(2, np.int32))
     envs.close()
 
     envs = vector.make(
@@ -291,7 +295,7 @@ def test_unpicklable_exception_and_creation_failure_still_surface():
     )
     envs.reset()
     with pytest.raises(Exception, match="pickle") as raised:
-        envs.step(np.zeros(2))
+        envs.step(np.zeros(2, np.int32))
     assert "_worker_main" in str(raised.value.__cause__)  # the worker's traceback came along
     envs.close()
 
@@ -322,7 +326,7 @@ def test_sigkilled_worker_is_detected(pool):
     os.kill(envs.processes[1].pid, signal.SIGKILL)
     with pytest.raises(WorkerDiedError, match=r"worker 1 .*SIGKILL"):
         while True:  # a pool goes on with worker 0 until the periodic liveness check sees worker 1
-            envs.send(np.zeros(envs.agents_per_batch))
+            envs.send(np.zeros(envs.agents_per_batch, np.int32))
             envs.recv()
     envs.close()
     assert not any(process.is_alive() for process in envs.processes)
@@ -493,15 +497,15 @@ def test_ray_cluster_matches_serial(ray_cluster):
         observations, _, _, _, _, env_ids, _ = pool.recv()
         assert observations[:, 0].tolist() == (10 + env_ids).tolist()
         assert observations[:, 1].tolist() == sent[env_ids].tolist()
-        pool.send(np.zeros(4))
+        pool.send(np.zeros(4, np.int32))
         sent[env_ids] += 1
     pool.close()
 
     failing = vector.make(functools.partial(counter, fail_at=2), backend="ray", num_envs=2, num_workers=2)
     failing.reset()
-    failing.step(np.zeros(2))
+    failing.step(np.zeros(2, np.int32))
     with pytest.raises(ValueError, match="failed on step 2"):
-        failing.step(np.zeros(2))
+        failing.step(np.zeros(2, np.int32))
     failing.close()
 
 

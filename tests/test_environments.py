@@ -5,9 +5,9 @@ import warnings
 import gymnasium
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import check_env
 import torch
 from conftest import random_actions
+from gymnasium.utils.env_checker import check_env
 
 from pufferlib import vector
 from pufferlib.environments import atari, classic_control, nethack, pettingzoo

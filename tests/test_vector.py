@@ -29,7 +29,7 @@ import ocean
 from pufferlib import APIUsageError, vector
 from pufferlib.emulation import GymnasiumPufferEnv
 from pufferlib.environments import classic_control, pettingzoo
-from pufferlib.vector import WorkerDiedError, WorkerError
+from pufferlib.vector import WorkerDiedError, WorkerError, WorkerTimeoutError
 
 # Token authentication with a token made for this run (passed by environment, so nothing is
 # written to ~/.ray), and no usage reporting.
@@ -42,14 +42,17 @@ class CounterEnv(gymnasium.Env):
     """Observation [reset seed, steps since reset]: tells which env a row came from, and how far it is.
 
     ``jitter`` sleeps up to that many seconds per step, so pool workers finish out of order.
-    ``fail_at`` raises ValueError on that step.
+    ``fail_at`` raises ValueError on that step; ``hang_at`` sleeps for an hour on that step in
+    the envs reset with a seed in ``hanging``; ``shrink_at`` returns an observation of shape (1,)
+    from that step on.
     """
 
     observation_space = gymnasium.spaces.Box(0, 2**40, (2,), np.int64)
     action_space = gymnasium.spaces.Discrete(4)
 
-    def __init__(self, length=5, jitter=0.0, fail_at=None):
+    def __init__(self, length=5, jitter=0.0, fail_at=None, hang_at=None, hanging=(), shrink_at=None):
         self.length, self.jitter, self.fail_at = length, jitter, fail_at
+        self.hang_at, self.hanging, self.shrink_at = hang_at, hanging, shrink_at
         self.identity, self.t = 0, 0
         self.rng = np.random.default_rng()
 
@@ -64,11 +67,16 @@ class CounterEnv(gymnasium.Env):
         self.t += 1
         if self.t == self.fail_at:
             raise ValueError(f"env {self.identity} failed on step {self.t}")
+        if self.t == self.hang_at and self.identity in self.hanging:
+            time.sleep(3600)
         if self.jitter:
             time.sleep(self.rng.uniform(0, self.jitter))
         done = self.t >= self.length
         info = {"identity": self.identity, "action": int(action)} if done else {}
-        return np.array([self.identity, self.t]), float(action), done, False, info
+        observation = np.array([self.identity, self.t])
+        if self.shrink_at is not None and self.t >= self.shrink_at:
+            observation = observation[:1]
+        return observation, float(action), done, False, info
 
 
 def counter(buf=None, **kwargs):
@@ -256,6 +264,68 @@ def test_misuse_raises_api_usage_error():
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.parametrize("backend", ["serial", "multiprocessing"])
+def test_every_send_checks_actions_dtype_and_range(backend):
+    envs = vector.make(counter, backend=backend, num_envs=4, num_workers=2)
+    envs.reset(seed=0)
+    good = np.array([0, 1, 2, 3], np.int32)
+    envs.step(good)
+    bad_actions = {
+        "float": (np.array([0, 1.9, 0, 0]), r"must be integers, got dtype float64; sent to worker 0 .*worker 1"),
+        "bool": (np.array([True, False, True, False]), "must be integers, got dtype bool"),
+        "beyond int32": (np.array([0, 0, 0, 2**32 + 1], np.int64), r"action 4294967297 for env 3 \(worker 1, row 3"),
+        "negative": (np.array([0, 0, -1, 0], np.int32), r"action -1 for env 2 \(worker 1, row 2 of the batch\)"),
+        "too large": (np.array([4, 0, 0, 5]), r"action 4 for env 0 \(worker 0.*1 more rows"),
+    }
+    for actions, message in bad_actions.values():
+        with pytest.raises(ValueError, match=message):
+            envs.step(actions)
+    # A rejected send changes nothing: the same batch steps on with valid actions.
+    observations, *_ = envs.step(good)
+    assert observations[:, 1].tolist() == [2, 2, 2, 2]
+    envs.close()
+
+
+@pytest.mark.timeout(60)
+def test_wrong_observation_shape_is_caught_before_it_reaches_the_shared_rows():
+    envs = vector.make(
+        functools.partial(counter, length=100, shrink_at=2), backend="multiprocessing", num_envs=4, num_workers=2
+    )
+    envs.reset(seed=0)
+    envs.step(np.zeros(4, np.int32))
+    with pytest.raises(ValueError, match=r"expected shape \(2,\).*got shape \(1,\)") as raised:
+        envs.step(np.zeros(4, np.int32))
+    assert re.fullmatch(r"Raised by env \d of worker \d\.", raised.value.__notes__[0])
+    assert envs.observations[:, 1].tolist() == [1, 1, 1, 1]  # no row was broadcast over
+    envs.close()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("pool", [False, True])
+def test_hung_worker_is_killed_after_the_timeout_and_named(pool):
+    envs = vector.make(
+        functools.partial(counter, length=1000, hang_at=2, hanging=(2, 3)),
+        backend="multiprocessing",
+        num_envs=4,
+        num_workers=2,
+        batch_size=2 if pool else None,
+        timeout=30,
+    )
+    envs.async_reset(seed=0)
+    message = r"worker 1 \(pid \d+, envs 2..3\) did not finish its step within 0.5 s, so it was killed"
+    with pytest.raises(WorkerTimeoutError, match=message) as raised:
+        while True:  # a pool goes on with worker 0 until worker 1's step is overdue
+            envs.recv(timeout=0.5)
+            envs.send(np.zeros(envs.agents_per_batch, np.int32))
+    assert raised.value.worker == 1 and raised.value.env_ids == [2, 3]
+    assert not envs.processes[1].is_alive() and envs.processes[0].is_alive()
+    with pytest.raises(APIUsageError, match="earlier failure"):
+        envs.recv()
+    envs.close()
+    assert not any(process.is_alive() for process in envs.processes)
+
+
+@pytest.mark.timeout(60)
 def test_env_exception_reraises_with_the_worker_traceback():
     envs = vector.make(functools.partial(counter, fail_at=3), backend="multiprocessing", num_envs=4, num_workers=2)
     envs.reset(seed=0)
@@ -338,12 +408,16 @@ CHILD_SCRIPT = textwrap.dedent(
     sys.path.insert(0, {tests!r})
     from pufferlib import vector
     from test_vector import counter
-    envs = vector.make(functools.partial(counter, length=5), backend="multiprocessing", num_envs=4, num_workers=2)
+    creator = functools.partial(counter, length=5, hang_at=2, hanging=(2, 3))
+    envs = vector.make(creator, backend="multiprocessing", num_envs=4, num_workers=2)
     envs.reset(seed=0)
     envs.step([0, 0, 0, 0])
     print(" ".join(str(process.pid) for process in envs.processes), flush=True)
     if sys.argv[1] == "kill-main":
         os.kill(os.getpid(), signal.SIGKILL)
+    if sys.argv[1] == "kill-main-while-hung":
+        envs.send([0, 0, 0, 0])  # worker 1's envs hang in this step
+        envs.recv(timeout=float("inf"))  # blocks: the test SIGKILLs this process meanwhile
     if sys.argv[1] == "close":
         envs.close()
     # "exit": the interpreter exits with the vector env still open
@@ -364,13 +438,22 @@ def shared_memory_entries():
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("ending", ["close", "exit", "kill-main"])
+@pytest.mark.parametrize("ending", ["close", "exit", "kill-main", "kill-main-while-hung"])
 def test_no_process_or_shared_memory_outlives_the_vector_env(ending):
     before = shared_memory_entries()
     script = CHILD_SCRIPT.format(tests=os.path.join(REPO, "tests"))
-    result = subprocess.run([sys.executable, "-c", script, ending], capture_output=True, text=True, timeout=50)
-    assert result.returncode == (-signal.SIGKILL if ending == "kill-main" else 0), result.stderr
-    pids = [int(pid) for pid in result.stdout.split()]
+    if ending == "kill-main-while-hung":
+        # Killed from outside once worker 1 is stuck in its env, where no liveness check runs.
+        child = subprocess.Popen([sys.executable, "-c", script, ending], stdout=subprocess.PIPE, text=True)
+        pids = [int(pid) for pid in child.stdout.readline().split()]
+        time.sleep(1.0)
+        assert alive(pids[1])
+        child.kill()
+        assert child.wait(timeout=10) == -signal.SIGKILL
+    else:
+        result = subprocess.run([sys.executable, "-c", script, ending], capture_output=True, text=True, timeout=50)
+        assert result.returncode == (-signal.SIGKILL if ending == "kill-main" else 0), result.stderr
+        pids = [int(pid) for pid in result.stdout.split()]
     assert len(pids) == 2
     deadline = time.monotonic() + 10
     while any(alive(pid) for pid in pids) and time.monotonic() < deadline:

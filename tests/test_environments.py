@@ -97,3 +97,24 @@ def test_family_envs_pass_check_env_and_their_spec_recreates_them():
         assert type(again.unwrapped) is type(env.unwrapped) and again.observation_space == env.observation_space
         again.close()
         env.close()
+
+
+def nethack_frames(seed, steps):
+    """Every observation of a random-action run of one env, episodes reset as the backends do."""
+    env = nethack.make("score", max_episode_steps=40)
+    env.batch_reset(seed)
+    rng = np.random.default_rng(0)
+    frames = [env.observations.copy()]
+    for _ in range(steps):
+        env.actions[0] = rng.integers(env.single_action_space.n)
+        env.batch_step()
+        frames.append(env.observations.copy())
+    env.close()
+    return np.concatenate(frames)
+
+
+@pytest.mark.timeout(120)
+def test_nethack_is_deterministic_through_nle_seeding():
+    first = nethack_frames(seed=3, steps=100)  # two autoresets (40-step episodes): unseeded resets too
+    assert np.array_equal(first, nethack_frames(seed=3, steps=100))
+    assert not np.array_equal(first, nethack_frames(seed=4, steps=100))

@@ -184,7 +184,7 @@ class ObservationLayout:
             shape = self.space.shape
 
             def write_box(observation):
-                if np.shape(observation) != shape:
+                if _shape(observation) != shape:
                     raise ValueError(
                         f"obs: expected shape {shape} for {self.space}, got shape {np.shape(observation)}"
                     )
@@ -198,7 +198,7 @@ class ObservationLayout:
                 value = observation
                 for key in path:
                     value = value[key]
-                if np.shape(value) != shape:
+                if _shape(value) != shape:
                     raise ValueError(f"{describe_path(path)}: expected shape {shape}, got shape {np.shape(value)}")
                 view[...] = value
 
@@ -220,6 +220,14 @@ class ObservationLayout:
             return value[()] if value.ndim == 0 else value
         record = np.ascontiguousarray(flat).view(self.dtype).reshape(batch)
         return _nativize_record(self.space, record)
+
+
+def _shape(value):
+    """``np.shape`` without its function-call overhead for arrays and numpy scalars (the hot case)."""
+    try:
+        return value.shape
+    except AttributeError:
+        return np.shape(value)
 
 
 def _nativize_record(space, record):

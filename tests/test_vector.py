@@ -485,7 +485,7 @@ def test_ray_in_a_private_network_namespace():
         env={**os.environ, **RAY_TEST_ENVIRONMENT, "RAY_AUTH_TOKEN": secrets.token_hex(32)},
     )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
-    assert "2 passed" in result.stdout, result.stdout[-3000:]
+    assert "3 passed" in result.stdout, result.stdout[-3000:]
 
 
 def free_port():
@@ -606,6 +606,32 @@ def test_ray_local_init_matches_serial():
         assert_same_rollouts(
             reference, rollout(vector.make(creator, backend="ray", num_envs=num_envs, num_workers=2), 40)
         )
+    finally:
+        ray.shutdown()
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+@pytest.mark.ray
+@pytest.mark.timeout(120)
+@pytest.mark.skipif(not IN_RAY_NAMESPACE, reason="run by test_ray_in_a_private_network_namespace")
+def test_ray_hung_actor_is_killed_after_the_timeout():
+    import ray
+
+    temp_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=temp_dir)
+    try:
+        envs = vector.make(
+            functools.partial(counter, length=1000, hang_at=2, hanging=(2, 3)),
+            backend="ray",
+            num_envs=4,
+            num_workers=2,
+            timeout=1.0,
+        )
+        envs.reset(seed=0)
+        envs.step(np.zeros(4, np.int32))
+        with pytest.raises(WorkerTimeoutError, match=r"worker 1 \(envs 2..3\) did not finish its step within 1 s"):
+            envs.step(np.zeros(4, np.int32))
+        envs.close()
     finally:
         ray.shutdown()
         shutil.rmtree(temp_dir, ignore_errors=True)

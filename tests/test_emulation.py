@@ -453,7 +453,7 @@ def knights_archers_zombies():
 
 
 def test_dead_agents_leave_and_pettingzoo_checkers_pass_without_warnings():
-    from pettingzoo.test import api_test, parallel_api_test
+    from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test
     from pettingzoo.utils.conversions import parallel_to_aec
 
     env = knights_archers_zombies()
@@ -474,6 +474,7 @@ def test_dead_agents_leave_and_pettingzoo_checkers_pass_without_warnings():
         warnings.simplefilter("error")  # a warning from either checker fails the test
         parallel_api_test(knights_archers_zombies(), num_cycles=300)
         api_test(parallel_to_aec(knights_archers_zombies()), num_cycles=300)
+        parallel_seed_test(knights_archers_zombies, num_cycles=300)
         parallel_api_test(PettingZooPufferEnv(env=Population()), num_cycles=10)
 
 

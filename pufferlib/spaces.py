@@ -266,6 +266,9 @@ def check_observation(space, observation, path=()):
             raise APIUsageError(f"{where}: expected shape {shape} for {space}, got shape {got}")
 
 
+UNSIGNED_OF_WIDTH = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
 class ActionBounds:
     """Vectorized validity check of flat actions (one or a batch) for a flat action space.
 
@@ -295,12 +298,17 @@ class ActionBounds:
         return None
 
     def out_of_range(self, actions):
-        """True if any integer action lies outside the space (two reductions for Discrete)."""
+        """True if any integer action lies outside the space.
+
+        Seen as unsigned integers of the same width, negative actions become huge, so one
+        comparison with the upper bound catches both ends (one reduction for Discrete).
+        """
         if self.high is None or actions.size == 0:
             return False
+        unsigned = actions.view(UNSIGNED_OF_WIDTH[actions.dtype.itemsize])
         if isinstance(self.high, int):
-            return actions.min() < 0 or actions.max() >= self.high
-        return bool(((actions < 0) | (actions >= self.high)).any())
+            return np.maximum.reduce(unsigned, axis=None) >= self.high
+        return bool((unsigned >= self.high).any())
 
     def bad_rows(self, actions):
         """Indices of the rows (one action each) that are outside the space; for error messages."""

@@ -198,8 +198,12 @@ class ObservationLayout:
                 value = observation
                 for key in path:
                     value = value[key]
-                if _shape(value) != shape:
-                    raise ValueError(f"{describe_path(path)}: expected shape {shape}, got shape {np.shape(value)}")
+                try:  # inlined _shape: this loop runs once per leaf per step
+                    got = value.shape
+                except AttributeError:
+                    got = np.shape(value)
+                if got != shape:
+                    raise ValueError(f"{describe_path(path)}: expected shape {shape}, got shape {got}")
                 view[...] = value
 
         return write_structured

@@ -382,12 +382,16 @@ class VecEnv(ABC):
         self._launch(workers, command, seed)
 
     def _check_overdue(self, timeout):
-        """Kills and reports the first pending worker whose command has run longer than ``timeout``."""
+        """Kills and reports the first pending worker whose command has run longer than ``timeout``.
+
+        A worker that finished but is not collected yet (a pool whose caller spent longer than the
+        timeout between recv calls) is not overdue.
+        """
         if timeout is None:
             return
         now = time.monotonic()
         for worker in self.pending:
-            if now - self.launched_at[worker] > timeout:
+            if now - self.launched_at[worker] > timeout and self._running(worker):
                 self._kill(worker)
                 first = worker * self.envs_per_worker
                 env_ids = list(range(first, first + self.envs_per_worker))
@@ -403,8 +407,13 @@ class VecEnv(ABC):
         first = worker * self.envs_per_worker
         return f"worker {worker} (envs {first}..{first + self.envs_per_worker - 1})"
 
+    def _running(self, worker):
+        """Whether a pending worker is still executing its command (out-of-process backends)."""
+        raise NotImplementedError(f"{type(self).__name__} runs envs in the caller's thread: no timeouts")
+
     def _kill(self, worker):
-        """Ends a worker that overran its timeout (backends whose workers can hang override this)."""
+        """Ends a worker that overran its timeout (out-of-process backends)."""
+        raise NotImplementedError(f"{type(self).__name__} runs envs in the caller's thread: no timeouts")
 
     # Async API -------------------------------------------------------------------------------
 
@@ -958,6 +967,9 @@ class Multiprocessing(VecEnv):
         first = worker * self.envs_per_worker
         return f"worker {worker} (pid {self.processes[worker].pid}, envs {first}..{first + self.envs_per_worker - 1})"
 
+    def _running(self, worker):
+        return self.states[worker] not in (DONE, FAILED)  # set before the worker posts "done"
+
     def _kill(self, worker):
         process = self.processes[worker]
         process.kill()
@@ -1143,6 +1155,11 @@ class Ray(VecEnv):
             self.masks[rows] = masks
             completed.append((worker, infos))
         return completed
+
+    def _running(self, worker):
+        future = next(future for future, owner in self.futures.items() if owner == worker)
+        ready, _ = self.ray.wait([future], timeout=0)
+        return not ready
 
     def _kill(self, worker):
         self.ray.kill(self.actors[worker])

@@ -303,6 +303,19 @@ def test_wrong_observation_shape_is_caught_before_it_reaches_the_shared_rows():
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("pool", [False, True])
 def test_hung_worker_is_killed_after_the_timeout_and_named(pool):
+    # A finished result left uncollected for longer than the timeout is not a hang.
+    envs = vector.make(
+        functools.partial(counter, length=1000), backend="multiprocessing", num_envs=4, num_workers=2,
+        batch_size=2 if pool else None, timeout=0.3,
+    )
+    envs.async_reset(seed=0)
+    for _ in range(3):
+        envs.recv()
+        time.sleep(0.6)  # a slow learner between recv and send
+        envs.send(np.zeros(envs.agents_per_batch, np.int32))
+    envs.recv()
+    envs.close()
+
     envs = vector.make(
         functools.partial(counter, length=1000, hang_at=2, hanging=(2, 3)),
         backend="multiprocessing",
@@ -415,7 +428,7 @@ CHILD_SCRIPT = textwrap.dedent(
     print(" ".join(str(process.pid) for process in envs.processes), flush=True)
     if sys.argv[1] == "kill-main":
         os.kill(os.getpid(), signal.SIGKILL)
-    if sys.argv[1] == "kill-main-while-hung":
+    if sys.argv[1].endswith("-while-hung"):
         envs.send([0, 0, 0, 0])  # worker 1's envs hang in this step
         envs.recv(timeout=float("inf"))  # blocks: the test SIGKILLs this process meanwhile
     if sys.argv[1] == "close":
@@ -438,18 +451,20 @@ def shared_memory_entries():
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("ending", ["close", "exit", "kill-main", "kill-main-while-hung"])
+@pytest.mark.parametrize("ending", ["close", "exit", "kill-main", "kill-main-while-hung", "term-main-while-hung"])
 def test_no_process_or_shared_memory_outlives_the_vector_env(ending):
     before = shared_memory_entries()
     script = CHILD_SCRIPT.format(tests=os.path.join(REPO, "tests"))
-    if ending == "kill-main-while-hung":
-        # Killed from outside once worker 1 is stuck in its env, where no liveness check runs.
+    if ending.endswith("-while-hung"):
+        # Killed from outside once worker 1 is stuck in its env, where no liveness check runs;
+        # SIGTERM's default action, like SIGKILL, runs no cleanup in the main process.
         child = subprocess.Popen([sys.executable, "-c", script, ending], stdout=subprocess.PIPE, text=True)
         pids = [int(pid) for pid in child.stdout.readline().split()]
         time.sleep(1.0)
         assert alive(pids[1])
-        child.kill()
-        assert child.wait(timeout=10) == -signal.SIGKILL
+        sent = signal.SIGKILL if ending.startswith("kill") else signal.SIGTERM
+        child.send_signal(sent)
+        assert child.wait(timeout=10) == -sent
     else:
         result = subprocess.run([sys.executable, "-c", script, ending], capture_output=True, text=True, timeout=50)
         assert result.returncode == (-signal.SIGKILL if ending == "kill-main" else 0), result.stderr

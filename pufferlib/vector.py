@@ -838,7 +838,8 @@ class Multiprocessing(VecEnv):
     no syscall when the other side is already done), polling first only when every process has a
     core of its own. Pipes carry only infos and errors. An exception in an env re-raises here
     with the worker's traceback; a dead worker raises ``WorkerDiedError`` within
-    ``LIVENESS_INTERVAL_S``; workers exit when the main process dies.
+    ``LIVENESS_INTERVAL_S``; a worker past ``timeout`` is killed (``WorkerTimeoutError``); workers
+    die with the main process, even inside a hung env (``PR_SET_PDEATHSIG``).
 
     Extra args: ``context`` (a multiprocessing context or start method name; default: the
     platform's), ``spin`` (semaphore polls before blocking; default: ``SPIN_POLLS`` when workers

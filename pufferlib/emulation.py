@@ -8,18 +8,25 @@ buffers, so the vector backends treat them like native envs) and are themselves 
 Gymnasium/PettingZoo envs. ``nativize`` (here, numpy) and ``pufferlib.pytorch.nativize_tensor``
 (torch) undo the flattening inside a model.
 
-Checks that need a real observation or action run once, on the first reset and step, never again.
-Observations returned by ``reset``/``step`` are views of the buffers: copy them to keep them.
+The Gymnasium- and PettingZoo-facing ``reset``/``step`` return observations the caller owns
+(copies), so checkers, frame stacks and replay buffers that keep them see each step's own data. The
+vector backends use ``batch_reset``/``batch_step`` instead, which only write the buffers in place:
+no copy on the hot path. PettingZoo's interface reports only the agents the env reports (dead
+agents leave every dict the step after they are done); the padding to a constant agent count
+exists only in the buffers. Each write checks the observation's shapes; the structure check and the
+5-tuple check run once, on the first reset and step.
 """
 
+import functools
 from dataclasses import dataclass
 
 import gymnasium
 import numpy as np
+from gymnasium.envs.registration import EnvSpec
 
 from pufferlib.environment import PufferEnv
 from pufferlib.exceptions import APIUsageError
-from pufferlib.spaces import ActionLayout, ObservationLayout, check_observation
+from pufferlib.spaces import ActionBounds, ActionLayout, ObservationLayout, check_observation
 
 
 @dataclass(frozen=True)
@@ -47,22 +54,21 @@ def nativize(flat_observation, emulated):
     return layout.nativize(flat_observation)
 
 
-def check_action(space, action, owner):
-    """Start-up check of one flat action: its shape, and its range for discrete spaces.
+def check_action(bounds, action, owner):
+    """Checks one flat action's shape, dtype and (for discrete spaces) range; raises ValueError.
 
-    Box actions are not range-checked: policies commonly emit unclipped values that envs clip.
+    ``bounds`` is the space's ``spaces.ActionBounds``.
     """
+    space = bounds.space
     action = np.asarray(action)
     expected = () if isinstance(space, gymnasium.spaces.Discrete) else space.shape
     if action.shape != expected:
-        raise APIUsageError(f"{owner}: actions for {space} must have shape {expected}, got shape {action.shape}")
-    if isinstance(space, gymnasium.spaces.Box):
-        return
-    if action.dtype.kind not in "iu":
-        raise APIUsageError(f"{owner}: actions for {space} must be integers, got dtype {action.dtype}")
-    upper = space.n if isinstance(space, gymnasium.spaces.Discrete) else space.nvec
-    if np.any(action < 0) or np.any(action >= upper):
-        raise APIUsageError(f"{owner}: action {action.tolist()} is outside the action space {space}")
+        raise ValueError(f"{owner}: actions for {space} must have shape {expected}, got shape {action.shape}")
+    problem = bounds.dtype_problem(action)
+    if problem:
+        raise ValueError(f"{owner}: {problem}")
+    if bounds.out_of_range(action):
+        raise ValueError(f"{owner}: action {action.tolist()} is outside the action space {space}")
 
 
 def make_object(env, env_creator, env_args, env_kwargs, wrapper_name):
@@ -97,13 +103,18 @@ class GymnasiumPufferEnv(PufferEnv, gymnasium.Env):
         env_creator: a class or function building it from ``env_args`` and ``env_kwargs``.
         buf: optional dict of buffers (see ``pufferlib.environment.BUFFER_NAMES``) to write into.
         seed: seed of the first reset when ``reset`` is called without one.
+        spec: the ``gymnasium.envs.registration.EnvSpec`` that recreates this env. By default, an
+            env built from ``env_creator`` gets one that rebuilds it the same way; an env object
+            gets none (the wrapped env's own spec would make the unwrapped env, not this one).
 
     ``observation_space``/``action_space`` are the flat spaces; the native ones are in
-    ``emulated``. ``step`` raises ``APIUsageError`` before the first reset and after the episode
-    ended; the vector backends reset finished episodes themselves through ``batch_step``.
+    ``emulated``. ``reset``/``step`` return a copy of the flat observation; ``step`` checks every
+    action (ValueError) and raises ``APIUsageError`` before the first reset and after the episode
+    ended. The vector backends use ``batch_reset``/``batch_step``, which write the buffers in place
+    and reset finished episodes themselves.
     """
 
-    def __init__(self, env=None, env_creator=None, env_args=None, env_kwargs=None, buf=None, seed=0):
+    def __init__(self, env=None, env_creator=None, env_args=None, env_kwargs=None, buf=None, seed=0, spec=None):
         self.env = make_object(env, env_creator, env_args, env_kwargs, "GymnasiumPufferEnv")
         if hasattr(self.env, "possible_agents"):
             raise APIUsageError("GymnasiumPufferEnv got a PettingZoo env; wrap it with PettingZooPufferEnv instead")
@@ -122,11 +133,14 @@ class GymnasiumPufferEnv(PufferEnv, gymnasium.Env):
         self.action_space = self.single_action_space
         self.metadata = getattr(self.env, "metadata", {})
         self.render_mode = getattr(self.env, "render_mode", None)
-        self.spec = getattr(self.env, "spec", None)
+        if spec is None and env_creator is not None:
+            spec = recreating_spec(self.env, GymnasiumPufferEnv, env_creator, env_args, env_kwargs)
+        self.spec = spec
         # [0, ...] is a view even when one observation is a scalar (plain [0] would copy it).
         self.observation_row = self.observations[0, ...]
         self._write_observation = self._emulated.observation_layout.writer(self.observation_row)
         self._to_native_action = self._emulated.action_layout.nativizer()
+        self._action_bounds = ActionBounds(self.single_action_space)
         self.seed = seed
         self.initialized = False
         self.done = True
@@ -159,13 +173,17 @@ class GymnasiumPufferEnv(PufferEnv, gymnasium.Env):
         self.done = False
         return info
 
-    def reset(self, seed=None, options=None):
-        """Starts an episode; returns (flat observation view, info)."""
+    def _start_episode(self, seed, options):
         info = self._reset_env(seed, options)
         self.rewards[0] = 0.0
         self.terminals[0] = False
         self.truncations[0] = False
-        return self.observation_row, info
+        return info
+
+    def reset(self, seed=None, options=None):
+        """Starts an episode; returns (flat observation, info)."""
+        info = self._start_episode(seed, options)
+        return self.observation_row.copy(), info
 
     def _check_first_result(self, result):
         if not isinstance(result, tuple) or len(result) != 5:
@@ -181,7 +199,6 @@ class GymnasiumPufferEnv(PufferEnv, gymnasium.Env):
         if self._step_checked:
             result = self.env.step(self._to_native_action(action))
         else:
-            check_action(self.single_action_space, action, "GymnasiumPufferEnv")
             result = self.env.step(self._to_native_action(action))
             self._check_first_result(result)
             self._step_checked = True
@@ -194,17 +211,24 @@ class GymnasiumPufferEnv(PufferEnv, gymnasium.Env):
         return info
 
     def step(self, action):
-        """Steps the episode; returns (flat observation view, reward, terminated, truncated, info)."""
+        """Steps the episode; returns (flat observation, reward, terminated, truncated, info)."""
         if not self.initialized:
             raise APIUsageError("GymnasiumPufferEnv: step() called before reset()")
         if self.done:
             raise APIUsageError("GymnasiumPufferEnv: step() called after the episode ended; call reset() first")
+        check_action(self._action_bounds, action, "GymnasiumPufferEnv")
         info = self._step(action)
-        return self.observation_row, float(self.rewards[0]), bool(self.terminals[0]), bool(self.truncations[0]), info
+        return (
+            self.observation_row.copy(),
+            float(self.rewards[0]),
+            bool(self.terminals[0]),
+            bool(self.truncations[0]),
+            info,
+        )
 
     def batch_reset(self, seed=None):
-        """The vector backends' reset: returns the infos as a list (empty when the info is)."""
-        _, info = self.reset(seed)
+        """The vector backends' reset: writes the buffers; returns the infos as a list."""
+        info = self._start_episode(seed, None)
         return [info] if info else []
 
     def batch_step(self):
@@ -225,14 +249,36 @@ class GymnasiumPufferEnv(PufferEnv, gymnasium.Env):
         self.env.close()
 
 
+def remake(wrapper, env_creator, env_args, env_kwargs, **overrides):
+    """``EnvSpec.make``'s entry point: its keyword arguments (``render_mode``) go to the creator."""
+    return wrapper(env_creator=env_creator, env_args=env_args, env_kwargs={**(env_kwargs or {}), **overrides})
+
+
+def recreating_spec(env, wrapper, env_creator, env_args, env_kwargs):
+    """An EnvSpec whose ``make()`` builds ``wrapper(env_creator=..., ...)`` again, keeping the
+    wrapped env's id and its ``nondeterministic`` flag (which decides the checkers' determinism
+    checks)."""
+    inner = getattr(env, "spec", None)
+    name = inner.id if inner is not None else type(getattr(env, "unwrapped", env)).__name__
+    return EnvSpec(
+        id=f"puffer/{name.replace('/', '-')}",  # one namespace level only
+        entry_point=functools.partial(remake, wrapper, env_creator, env_args, env_kwargs),
+        nondeterministic=inner.nondeterministic if inner is not None else False,
+        disable_env_checker=True,
+        order_enforce=False,
+    )
+
+
 class PettingZooPufferEnv(PufferEnv):
     """A PettingZoo ParallelEnv as a PufferEnv with one slot per possible agent.
 
-    Slots follow ``possible_agents``; an agent that is absent at a step is padded: zero
-    observation, reward 0, terminal True, mask False. Every agent must share one observation and
-    one action space. ``reset``/``step`` follow the ParallelEnv API, with dicts over all possible
-    agents; ``step`` also accepts an array of actions in slot order. ``num_agents`` is the padded
-    agent count (PettingZoo's live count is ``len(env.agents)``).
+    ``reset``/``step`` follow the ParallelEnv API: their dicts hold exactly the agents the env
+    reported (an agent that finished appears in the step where it is done, then never again), and
+    their observations are copies. Below that interface, for the vector layer, the buffers hold
+    one slot per possible agent in the order of ``possible_agents``; an agent absent at a step is
+    padded there: zero observation, reward 0, terminal True, mask False. Every agent must share one
+    observation and one action space. ``step`` also accepts an array of actions in slot order.
+    ``num_agents`` is the padded agent count (PettingZoo's live count is ``len(env.agents)``).
     """
 
     def __init__(self, env=None, env_creator=None, env_args=None, env_kwargs=None, buf=None, seed=0):
@@ -272,6 +318,7 @@ class PettingZooPufferEnv(PufferEnv):
         self.observation_rows = [self.observations[index, ...] for index in range(self.num_agents)]
         self._writers = [layout.writer(row) for row in self.observation_rows]
         self._to_native_action = self._emulated.action_layout.nativizer()
+        self._action_bounds = ActionBounds(self.single_action_space)
         self.seed = seed
         self.initialized = False
         self.done = True
@@ -288,7 +335,8 @@ class PettingZooPufferEnv(PufferEnv):
 
     @property
     def unwrapped(self):
-        return self
+        """The innermost env, as PettingZoo wrappers report it (its checkers look envs up by it)."""
+        return getattr(self.env, "unwrapped", self.env)
 
     def observation_space(self, agent):
         self._slot_of(agent)
@@ -334,26 +382,27 @@ class PettingZooPufferEnv(PufferEnv):
             self._check_agents("observations", observations)
             for observation in observations.values():
                 check_observation(self._emulated.observation_space, observation)
-        present = self._write(observations)
+        self._write(observations)
         self.initialized = True
         self.done = not self.env.agents
-        return present, infos
+        return observations, infos
 
     def _start_episode(self, seed, options):
-        """Resets the env and the step signals (absent agents are terminal); returns the infos."""
-        present, infos = self._reset_env(seed, options)
+        """Resets the env and the step signals (absent agents are terminal); returns what the env returned."""
+        observations, infos = self._reset_env(seed, options)
         self.rewards[:] = 0.0
-        self.terminals[:] = ~present
+        self.terminals[:] = ~self.masks
         self.truncations[:] = False
-        return infos
+        return observations, infos
 
     def reset(self, seed=None, options=None):
-        """Starts an episode; returns (observations, infos), dicts over all possible agents."""
-        infos = self._start_episode(seed, options)
-        return self._observation_dict(), {agent: infos.get(agent, {}) for agent in self.possible_agents}
+        """Starts an episode; returns (observations, infos) over the agents the env reported."""
+        observations, infos = self._start_episode(seed, options)
+        return self._observation_copies(observations), {agent: infos.get(agent, {}) for agent in observations}
 
-    def _observation_dict(self):
-        return {agent: self.observation_rows[slot] for agent, slot in self.slot.items()}
+    def _observation_copies(self, reported):
+        rows, slot = self.observation_rows, self.slot
+        return {agent: rows[slot[agent]].copy() for agent in reported}
 
     def _native_actions(self, actions):
         live = self.env.agents
@@ -372,12 +421,13 @@ class PettingZooPufferEnv(PufferEnv):
             )
         return {agent: self._to_native_action(actions[self.slot[agent]]) for agent in live}
 
+    def _check_actions(self, actions):
+        for agent in self.env.agents:
+            flat = actions.get(agent) if isinstance(actions, dict) else np.asarray(actions)[self.slot[agent]]
+            if flat is not None:
+                check_action(self._action_bounds, flat, f"PettingZooPufferEnv (agent {agent!r})")
+
     def _step(self, actions):
-        if not self._checked:
-            for agent in self.env.agents:
-                flat = actions.get(agent) if isinstance(actions, dict) else np.asarray(actions)[self.slot[agent]]
-                if flat is not None:
-                    check_action(self.single_action_space, flat, f"PettingZooPufferEnv (agent {agent!r})")
         native = self._native_actions(actions)
         observations, rewards, terminations, truncations, infos = self.env.step(native)
         if not self._checked:
@@ -396,31 +446,34 @@ class PettingZooPufferEnv(PufferEnv):
         for agent, truncated in truncations.items():
             self.truncations[slot[agent]] = truncated
         self.done = not self.env.agents
-        return infos
+        return observations, infos
 
     def step(self, actions):
-        """Steps every live agent; returns dicts over all possible agents, padded.
+        """Steps every live agent; returns dicts over the agents the env reported at this step.
 
         ``actions``: a dict {agent: flat action} (actions of absent agents are ignored) or an array
-        with one row per possible agent.
+        with one row per possible agent. Every live agent's action is checked (ValueError).
         """
         if not self.initialized:
             raise APIUsageError("PettingZooPufferEnv: step() called before reset()")
         if self.done:
             raise APIUsageError("PettingZooPufferEnv: step() called after every agent finished; call reset() first")
-        infos = self._step(actions)
-        agents = self.possible_agents
+        self._check_actions(actions)
+        observations, infos = self._step(actions)
+        slot = self.slot
+        reported = list(observations)
         return (
-            self._observation_dict(),
-            {agent: float(self.rewards[i]) for i, agent in enumerate(agents)},
-            {agent: bool(self.terminals[i]) for i, agent in enumerate(agents)},
-            {agent: bool(self.truncations[i]) for i, agent in enumerate(agents)},
-            {agent: infos.get(agent, {}) for agent in agents},
+            self._observation_copies(reported),
+            {agent: float(self.rewards[slot[agent]]) for agent in reported},
+            {agent: bool(self.terminals[slot[agent]]) for agent in reported},
+            {agent: bool(self.truncations[slot[agent]]) for agent in reported},
+            {agent: infos.get(agent, {}) for agent in reported},
         )
 
     def batch_reset(self, seed=None):
-        """The vector backends' reset: returns the non-empty per-agent infos as a list."""
-        return [info for info in self._start_episode(seed, None).values() if info]
+        """The vector backends' reset: writes the padded buffers; returns the non-empty infos as a list."""
+        _, infos = self._start_episode(seed, None)
+        return [info for info in infos.values() if info]
 
     def batch_step(self):
         """The vector backends' step: acts with ``self.actions``, resets finished episodes in place.
@@ -428,7 +481,7 @@ class PettingZooPufferEnv(PufferEnv):
         The final step's rewards/terminals/truncations stay in the buffers; the observations (and
         masks) are already the next episode's first.
         """
-        infos = self._step(self.actions)
+        _, infos = self._step(self.actions)
         if self.done:
             self._reset_env(None, None)
         return [info for info in infos.values() if info]

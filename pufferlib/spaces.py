@@ -175,20 +175,35 @@ class ObservationLayout:
         return views
 
     def writer(self, row):
-        """A function that copies one native observation into ``row`` in place."""
+        """A function that copies one native observation into ``row`` in place.
+
+        Every write checks each leaf's shape first: numpy would broadcast a wrong-shaped leaf
+        (shape (1,) into a row of 4) silently, and the row may be shared memory other envs read.
+        """
         if self.passthrough:
+            shape = self.space.shape
 
             def write_box(observation):
+                if _shape(observation) != shape:
+                    raise ValueError(
+                        f"obs: expected shape {shape} for {self.space}, got shape {np.shape(observation)}"
+                    )
                 row[...] = observation
 
             return write_box
-        pairs = list(zip([leaf.path for leaf in self.leaves], self.row_views(row)))
+        checks = [(leaf.path, view, view.shape) for leaf, view in zip(self.leaves, self.row_views(row))]
 
         def write_structured(observation):
-            for path, view in pairs:
+            for path, view, shape in checks:
                 value = observation
                 for key in path:
                     value = value[key]
+                try:  # inlined _shape: this loop runs once per leaf per step
+                    got = value.shape
+                except AttributeError:
+                    got = np.shape(value)
+                if got != shape:
+                    raise ValueError(f"{describe_path(path)}: expected shape {shape}, got shape {got}")
                 view[...] = value
 
         return write_structured
@@ -209,6 +224,14 @@ class ObservationLayout:
             return value[()] if value.ndim == 0 else value
         record = np.ascontiguousarray(flat).view(self.dtype).reshape(batch)
         return _nativize_record(self.space, record)
+
+
+def _shape(value):
+    """``np.shape`` without its function-call overhead for arrays and numpy scalars (the hot case)."""
+    try:
+        return value.shape
+    except AttributeError:
+        return np.shape(value)
 
 
 def _nativize_record(space, record):
@@ -245,6 +268,56 @@ def check_observation(space, observation, path=()):
         got = np.shape(observation)
         if got != shape:
             raise APIUsageError(f"{where}: expected shape {shape} for {space}, got shape {got}")
+
+
+UNSIGNED_OF_WIDTH = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+class ActionBounds:
+    """Vectorized validity check of flat actions (one or a batch) for a flat action space.
+
+    Discrete and MultiDiscrete actions must be integers (not bool, not float: casting would
+    truncate 1.9 to 1 and wrap 2**32 + 1 to 1 in the int32 buffers) within [0, n). Box actions
+    must be numeric; their range is not checked, as policies commonly emit unclipped values that
+    envs clip.
+    """
+
+    def __init__(self, space):
+        self.space = space
+        self.discrete = isinstance(space, (spaces.Discrete, spaces.MultiDiscrete))
+        if isinstance(space, spaces.Discrete):
+            self.high = int(space.n)
+        elif isinstance(space, spaces.MultiDiscrete):
+            self.high = space.nvec.ravel()
+        else:
+            self.high = None
+
+    def dtype_problem(self, actions):
+        """Why ``actions``' dtype is unfit, or None."""
+        kind = actions.dtype.kind
+        if self.discrete and kind not in "iu":
+            return f"actions for {self.space} must be integers, got dtype {actions.dtype}"
+        if kind not in "iuf":
+            return f"actions for {self.space} must be numbers, got dtype {actions.dtype}"
+        return None
+
+    def out_of_range(self, actions):
+        """True if any integer action lies outside the space.
+
+        Seen as unsigned integers of the same width, negative actions become huge, so one
+        comparison with the upper bound catches both ends (one reduction for Discrete).
+        """
+        if self.high is None or actions.size == 0:
+            return False
+        unsigned = actions.view(UNSIGNED_OF_WIDTH[actions.dtype.itemsize])
+        if isinstance(self.high, int):
+            return np.maximum.reduce(unsigned, axis=None) >= self.high
+        return bool((unsigned >= self.high).any())
+
+    def bad_rows(self, actions):
+        """Indices of the rows (one action each) that are outside the space; for error messages."""
+        flat = actions.reshape(len(actions), -1)
+        return np.flatnonzero(((flat < 0) | (flat >= self.high)).any(axis=1))
 
 
 class ActionLayout:

@@ -24,8 +24,14 @@ env. Env ``i`` is reset with ``seed + i``, so streams match across backends and 
 Backends: ``Serial`` (in-process; debugging, cheap envs), ``Native`` (one batched env in-process),
 ``Multiprocessing`` (one shared-memory buffer, workers woken through semaphores, infos through
 pipes), ``Ray`` (one actor per worker; several machines).
+
+Faults: ``send`` checks every batch of actions (dtype and range: ``ValueError`` naming the env and
+worker); each env write checks its observation's shapes; a worker that takes longer than
+``timeout`` seconds for one command is killed and reported (``WorkerTimeoutError``, with its env
+ids); a worker that raises or dies is reported with its traceback or exit signal.
 """
 
+import ctypes
 import inspect
 import multiprocessing
 import os
@@ -42,9 +48,11 @@ import numpy as np
 
 from pufferlib.environment import BUFFER_NAMES, PufferEnv, allocate_buffers, joint_space
 from pufferlib.exceptions import APIUsageError
+from pufferlib.spaces import ActionBounds
 
 # Worker commands and results, stored in the shared ``worker_states`` array.
 IDLE, STEP, RESET, RENDER, CLOSE, DONE, FAILED = range(7)
+COMMAND_NAMES = {STEP: "step", RESET: "reset", RENDER: "render", IDLE: "env creation"}
 
 # How often a blocked wait wakes to check that the processes it waits on are alive. A SIGKILLed
 # worker (or a dead main process, seen from a worker) is noticed within this many seconds.
@@ -59,6 +67,12 @@ SPIN_POLLS = 2000
 
 ALIGNMENT = 64
 
+# Seconds a worker may take for one command (creating its envs, a reset, a step) by default.
+DEFAULT_TIMEOUT_S = 60.0
+
+# linux/prctl.h
+PR_SET_PDEATHSIG = 1
+
 
 class WorkerError(RuntimeError):
     """An env raised in a worker and its exception could not be sent back as it was."""
@@ -66,6 +80,18 @@ class WorkerError(RuntimeError):
 
 class WorkerDiedError(RuntimeError):
     """A worker process died (killed, crashed, or out of memory) without reporting an error."""
+
+
+class WorkerTimeoutError(TimeoutError):
+    """A worker took longer than the timeout for one command; it was killed.
+
+    ``worker`` is its index and ``env_ids`` the envs it ran.
+    """
+
+    def __init__(self, message, worker, env_ids):
+        super().__init__(message)
+        self.worker = worker
+        self.env_ids = env_ids
 
 
 class RemoteTraceback(Exception):
@@ -127,7 +153,12 @@ def create_env(env_creator, env_args, env_kwargs, buf, num_envs=None):
 class WorkerEnvs:
     """The envs of one worker, bound to its rows of the buffers, and how to step and reset them."""
 
-    def __init__(self, env_creator, env_args, env_kwargs, batched, envs_per_worker, agents_per_env, buffers):
+    def __init__(
+        self, env_creator, env_args, env_kwargs, batched, envs_per_worker, agents_per_env, buffers, index=0
+    ):
+        self.index = index
+        self.envs_per_worker = envs_per_worker
+        self.first_env = index * envs_per_worker
         self.batched = batched
         if batched:
             self.envs = [create_env(env_creator, env_args, env_kwargs, buffers, num_envs=envs_per_worker)]
@@ -143,19 +174,36 @@ class WorkerEnvs:
 
     def step(self):
         infos = []
-        for stepper in self.steppers:
-            infos.extend(stepper())
+        for local, stepper in enumerate(self.steppers):
+            try:
+                infos.extend(stepper())
+            except Exception as error:
+                self._name_env(error, local)
+                raise
         return infos
 
     def reset(self, seed):
         """Env k of this worker gets seed + k (a batched env seeds its own envs the same way)."""
         infos = []
         for k, env in enumerate(self.envs):
-            if hasattr(env, "batch_reset"):
-                infos.extend(env.batch_reset(seed + k))
-            else:
-                infos.extend(env.reset(seed + k)[1])
+            try:
+                if hasattr(env, "batch_reset"):
+                    infos.extend(env.batch_reset(seed + k))
+                else:
+                    infos.extend(env.reset(seed + k)[1])
+            except Exception as error:
+                self._name_env(error, k)
+                raise
         return infos
+
+    def _name_env(self, error, local):
+        """Notes on ``error`` which env (or, for a batched env object, which envs) raised it."""
+        if self.batched:
+            where = f"envs {self.first_env}..{self.first_env + self.envs_per_worker - 1}"
+        else:
+            where = f"env {self.first_env + local}"
+        if hasattr(error, "add_note"):  # Python >= 3.11
+            error.add_note(f"Raised by {where} of worker {self.index}.")
 
     def render(self, local_index):
         if self.batched:
@@ -175,11 +223,11 @@ class WorkerSpec:
         self.batched, self.envs_per_worker, self.agents_per_env = batched, envs_per_worker, agents_per_env
         self.agents = envs_per_worker * agents_per_env
 
-    def build(self, buffers):
-        """The worker's envs, bound to ``buffers`` (its rows of each buffer)."""
+    def build(self, buffers, index):
+        """Worker ``index``'s envs, bound to ``buffers`` (its rows of each buffer)."""
         return WorkerEnvs(
             self.env_creator, self.env_args, self.env_kwargs, self.batched, self.envs_per_worker,
-            self.agents_per_env, buffers,
+            self.agents_per_env, buffers, index,
         )
 
 
@@ -206,7 +254,8 @@ class VecEnv(ABC):
 
     A subclass starts commands on workers (``_launch``) and waits until at least one finishes
     (``_wait``, returning ``(worker, infos)`` pairs with the worker's rows already in the
-    buffers). Everything else, sync and async, is here.
+    buffers, and calling ``_check_overdue`` while it waits). Everything else, sync and async, is
+    here.
     """
 
     default_workers_limit = None
@@ -221,6 +270,7 @@ class VecEnv(ABC):
         batch_size=None,
         zero_copy=True,
         seed=0,
+        timeout=DEFAULT_TIMEOUT_S,
     ):
         if not callable(env_creator):
             raise APIUsageError(f"env_creator must be callable (a class or function), got {env_creator!r}")
@@ -257,6 +307,10 @@ class VecEnv(ABC):
         self.workers_per_batch = self.batch_size // self.envs_per_worker
         self.zero_copy = bool(zero_copy)
         self.seed = seed
+        self.timeout = _timeout(timeout)
+        # When each worker got its current command (IDLE: its envs being created), for timeouts.
+        self.launched_at = [time.monotonic()] * self.num_workers
+        self.commands = [IDLE] * self.num_workers
 
         # The driver env (never stepped) tells the spaces and agents per env before any buffer
         # exists; a batched creator builds it with one env.
@@ -272,6 +326,7 @@ class VecEnv(ABC):
         self.agents_per_batch = self.batch_size * self.agents_per_env
         self.observation_space = joint_space(self.single_observation_space, self.agents_per_batch)
         self.action_space = joint_space(self.single_action_space, self.agents_per_batch)
+        self.action_bounds = ActionBounds(self.single_action_space)
         self.agent_ids = np.arange(self.num_agents)
 
         self.ready = []
@@ -317,6 +372,49 @@ class VecEnv(ABC):
     def _failing(self, error):
         self.failure = f"{type(error).__name__}: {error}".splitlines()[0]
 
+    # Timeouts --------------------------------------------------------------------------------
+
+    def _start(self, workers, command, seed=None):
+        now = time.monotonic()
+        for worker in workers:
+            self.launched_at[worker] = now
+            self.commands[worker] = command
+        self._launch(workers, command, seed)
+
+    def _check_overdue(self, timeout):
+        """Kills and reports the first pending worker whose command has run longer than ``timeout``.
+
+        A worker that finished but is not collected yet (a pool whose caller spent longer than the
+        timeout between recv calls) is not overdue.
+        """
+        if timeout is None:
+            return
+        now = time.monotonic()
+        for worker in self.pending:
+            if now - self.launched_at[worker] > timeout and self._running(worker):
+                self._kill(worker)
+                first = worker * self.envs_per_worker
+                env_ids = list(range(first, first + self.envs_per_worker))
+                raise WorkerTimeoutError(
+                    f"{self._describe(worker)} did not finish its {COMMAND_NAMES[self.commands[worker]]} within "
+                    f"{timeout:g} s, so it was killed; its envs {env_ids} hang or are too slow for the timeout "
+                    "(vector.make(timeout=...), recv(timeout=...)). close() this vector env and make a new one",
+                    worker,
+                    env_ids,
+                )
+
+    def _describe(self, worker):
+        first = worker * self.envs_per_worker
+        return f"worker {worker} (envs {first}..{first + self.envs_per_worker - 1})"
+
+    def _running(self, worker):
+        """Whether a pending worker is still executing its command (out-of-process backends)."""
+        raise NotImplementedError(f"{type(self).__name__} runs envs in the caller's thread: no timeouts")
+
+    def _kill(self, worker):
+        """Ends a worker that overran its timeout (out-of-process backends)."""
+        raise NotImplementedError(f"{type(self).__name__} runs envs in the caller's thread: no timeouts")
+
     # Async API -------------------------------------------------------------------------------
 
     def async_reset(self, seed=None):
@@ -325,22 +423,28 @@ class VecEnv(ABC):
         seed = self.seed if seed is None else seed
         try:
             while self.pending:  # results of steps still in flight belong to the old episodes
-                for worker, _ in self._wait():
+                for worker, _ in self._wait(self.timeout):
                     self.pending.discard(worker)
             self.ready = []
             self.is_ready[:] = False
             self.worker_infos = [[] for _ in range(self.num_workers)]
             self.batch_workers = None
-            self._launch(range(self.num_workers), RESET, seed)
+            self._start(range(self.num_workers), RESET, seed)
         except BaseException as error:  # Ctrl-C included: the bookkeeping may be half done
             self._failing(error)
             raise
         self.pending = set(range(self.num_workers))
         self.started = True
 
-    def recv(self):
-        """The next batch: (obs, rewards, terminals, truncations, infos, env_ids, masks)."""
+    def recv(self, timeout=None):
+        """The next batch: (obs, rewards, terminals, truncations, infos, env_ids, masks).
+
+        ``timeout``: seconds a worker may take for its command, for this call (default: the vector
+        env's ``timeout``; ``math.inf`` waits without limit). A worker past it is killed and
+        ``WorkerTimeoutError`` raised.
+        """
         self._check_usable()
+        timeout = self.timeout if timeout is None else _timeout(timeout)
         if not self.started:
             raise APIUsageError(f"{type(self).__name__}: call reset() or async_reset() before recv()")
         if self.batch_workers is not None:
@@ -348,7 +452,7 @@ class VecEnv(ABC):
         try:
             workers = self._next_batch()
             while workers is None:
-                for worker, infos in self._wait():
+                for worker, infos in self._wait(timeout):
                     self._mark_ready(worker, infos)
                 workers = self._next_batch()
         except BaseException as error:  # Ctrl-C included: a completion may be half collected
@@ -408,15 +512,33 @@ class VecEnv(ABC):
                 f"{type(self).__name__}: actions must have shape {expected} (one row per agent of the batch), "
                 f"got shape {actions.shape}"
             )
+        problem = self.action_bounds.dtype_problem(actions)
+        if problem:
+            described = ", ".join(self._describe(worker) for worker in self.batch_workers)
+            raise ValueError(f"{type(self).__name__}: {problem}; sent to {described}")
+        if self.action_bounds.out_of_range(actions):
+            raise ValueError(self._describe_bad_actions(actions))
         self.actions[self.batch_rows] = actions
         workers = self.batch_workers
         self.batch_workers = None
         try:
-            self._launch(workers, STEP)
+            self._start(workers, STEP)
         except BaseException as error:
             self._failing(error)
             raise
         self.pending.update(workers)
+
+    def _describe_bad_actions(self, actions):
+        rows = self.action_bounds.bad_rows(actions)
+        row = int(rows[0])
+        agent = int(self.agent_ids[self.batch_rows][row])
+        env = agent // self.agents_per_env
+        more = f"; {len(rows) - 1} more rows of the batch are outside too" if len(rows) > 1 else ""
+        return (
+            f"{type(self).__name__}: action {actions[row].tolist()} for env {env} (worker "
+            f"{env // self.envs_per_worker}, row {row} of the batch) is outside the action space "
+            f"{self.single_action_space}{more}"
+        )
 
     def _mark_ready(self, worker, infos):
         self.pending.discard(worker)
@@ -480,8 +602,11 @@ class VecEnv(ABC):
         """Starts ``command`` (STEP or RESET, with ``seed``) on each of ``workers``."""
 
     @abstractmethod
-    def _wait(self):
-        """Blocks until at least one started worker finishes; returns [(worker, infos)]."""
+    def _wait(self, timeout):
+        """Blocks until at least one started worker finishes; returns [(worker, infos)].
+
+        Calls ``_check_overdue(timeout)`` at least every ``LIVENESS_INTERVAL_S`` while it blocks.
+        """
 
 
 def _positive_int(name, value):
@@ -490,8 +615,20 @@ def _positive_int(name, value):
     return int(value)
 
 
+def _timeout(value):
+    """None (no limit) or a positive number of seconds."""
+    if value is None or value == float("inf"):
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or value <= 0:
+        raise APIUsageError(f"timeout must be a positive number of seconds or None, got {value!r}")
+    return float(value)
+
+
 class Serial(VecEnv):
-    """Every env in this process, stepped one after the other. For debugging and cheap envs."""
+    """Every env in this process, stepped one after the other. For debugging and cheap envs.
+
+    Envs run in the caller's thread, so ``timeout`` cannot interrupt them and is ignored.
+    """
 
     default_workers_limit = 1
 
@@ -505,15 +642,18 @@ class Serial(VecEnv):
         batch_size=None,
         zero_copy=True,
         seed=0,
+        timeout=DEFAULT_TIMEOUT_S,
     ):
         if num_workers is None and batch_size is not None:
             # One worker per batch: the fewest groups, so the least bookkeeping per step.
             num_workers = num_envs // batch_size if num_envs % batch_size == 0 else None
-        super().__init__(env_creator, env_args, env_kwargs, num_envs, num_workers, batch_size, zero_copy, seed)
+        super().__init__(
+            env_creator, env_args, env_kwargs, num_envs, num_workers, batch_size, zero_copy, seed, timeout
+        )
         self._bind_buffers(allocate_buffers(self.single_observation_space, self.single_action_space, self.num_agents))
         spec = self.worker_spec()
         self.workers = [
-            spec.build({name: self.buffers[name][self.worker_rows(w)] for name in BUFFER_NAMES})
+            spec.build({name: self.buffers[name][self.worker_rows(w)] for name in BUFFER_NAMES}, w)
             for w in range(self.num_workers)
         ]
         self.envs = [env for worker in self.workers for env in worker.envs]
@@ -527,7 +667,7 @@ class Serial(VecEnv):
                 infos = self.workers[worker].step()
             self.completed.append((worker, infos))
 
-    def _wait(self):
+    def _wait(self, timeout):
         completed, self.completed = self.completed, []
         return completed
 
@@ -556,6 +696,7 @@ class Native(Serial):
         batch_size=None,
         zero_copy=True,
         seed=0,
+        timeout=DEFAULT_TIMEOUT_S,
     ):
         if not accepts_num_envs(env_creator):
             raise APIUsageError(
@@ -564,7 +705,7 @@ class Native(Serial):
             )
         if num_workers not in (None, 1) or batch_size not in (None, num_envs):
             raise APIUsageError("the native backend runs one env object: num_workers must be 1 and batch_size num_envs")
-        super().__init__(env_creator, env_args, env_kwargs, num_envs, 1, num_envs, zero_copy, seed)
+        super().__init__(env_creator, env_args, env_kwargs, num_envs, 1, num_envs, zero_copy, seed, timeout)
 
     @property
     def env(self):
@@ -633,8 +774,25 @@ def _report_failure(index, states, done, pipe):
     pipe.send_bytes(pickle.dumps((payload, text)))
 
 
+def _die_with_parent(parent):
+    """Asks Linux to SIGKILL this process when its parent dies, however the parent ends.
+
+    The liveness check in ``_wait_for_command`` only runs between commands; this also ends a
+    worker stuck inside an env. Linux sends the signal when the *thread* that started the worker
+    exits, so a vector env made in a short-lived thread loses its workers with that thread.
+    """
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if not parent.is_alive():  # the parent died before the request took effect
+        os._exit(0)
+
+
 def _worker_main(index, payload, shared, layout, go, done, pipe, spin):
     """A Multiprocessing worker: owns a few envs bound to its rows of the shared buffer."""
+    parent = multiprocessing.parent_process()
+    _die_with_parent(parent)
     # Ctrl-C reaches the whole process group; the main process handles it and closes workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     spec = payload.value
@@ -642,9 +800,8 @@ def _worker_main(index, payload, shared, layout, go, done, pipe, spin):
     rows = slice(index * spec.agents, (index + 1) * spec.agents)
     buffers = {name: arrays[name][rows] for name in BUFFER_NAMES}
     states, seeds, has_infos = arrays["worker_states"], arrays["worker_seeds"], arrays["worker_has_infos"]
-    parent = multiprocessing.parent_process()
     try:
-        worker = spec.build(buffers)
+        worker = spec.build(buffers, index)
     except BaseException:
         _report_failure(index, states, done, pipe)
         return
@@ -702,7 +859,8 @@ class Multiprocessing(VecEnv):
     no syscall when the other side is already done), polling first only when every process has a
     core of its own. Pipes carry only infos and errors. An exception in an env re-raises here
     with the worker's traceback; a dead worker raises ``WorkerDiedError`` within
-    ``LIVENESS_INTERVAL_S``; workers exit when the main process dies.
+    ``LIVENESS_INTERVAL_S``; a worker past ``timeout`` is killed (``WorkerTimeoutError``); workers
+    die with the main process, even inside a hung env (``PR_SET_PDEATHSIG``).
 
     Extra args: ``context`` (a multiprocessing context or start method name; default: the
     platform's), ``spin`` (semaphore polls before blocking; default: ``SPIN_POLLS`` when workers
@@ -719,10 +877,13 @@ class Multiprocessing(VecEnv):
         batch_size=None,
         zero_copy=True,
         seed=0,
+        timeout=DEFAULT_TIMEOUT_S,
         context=None,
         spin=None,
     ):
-        super().__init__(env_creator, env_args, env_kwargs, num_envs, num_workers, batch_size, zero_copy, seed)
+        super().__init__(
+            env_creator, env_args, env_kwargs, num_envs, num_workers, batch_size, zero_copy, seed, timeout
+        )
         if context is None or isinstance(context, str):
             context = multiprocessing.get_context(context)
         if spin is None:
@@ -750,6 +911,7 @@ class Multiprocessing(VecEnv):
         self.pipes = []
         self.processes = []
         payload = _Pickled(self.worker_spec())
+        self.launched_at = [time.monotonic()] * self.num_workers  # env creation counts from here
         for index in range(self.num_workers):
             receiver, sender = context.Pipe(duplex=False)
             process = context.Process(
@@ -767,7 +929,7 @@ class Multiprocessing(VecEnv):
         try:
             self.pending = set(range(self.num_workers))
             while self.pending:  # each worker reports once its envs exist
-                for worker, _ in self._wait():
+                for worker, _ in self._wait(self.timeout):
                     self.pending.discard(worker)
         except BaseException:
             self.close()
@@ -781,14 +943,15 @@ class Multiprocessing(VecEnv):
             states[worker] = command
             go[worker].release()
 
-    def _wait(self):
+    def _wait(self, timeout):
         """Collects one finished worker (blocking until one finishes)."""
-        # A pool keeps running on its live workers, so a dead one may never be waited for alone:
-        # look at every worker at least every LIVENESS_INTERVAL_S, whatever else happens.
+        # A pool keeps running on its live workers, so a dead or hung one may never be waited for
+        # alone: look at every worker at least every LIVENESS_INTERVAL_S, whatever else happens.
         now = time.monotonic()
         if now >= self.next_liveness_check:
             self.next_liveness_check = now + LIVENESS_INTERVAL_S
             self._check_alive()
+            self._check_overdue(timeout)
         acquire = self.done.acquire
         for _ in range(self.spin):
             if acquire(False):
@@ -796,6 +959,7 @@ class Multiprocessing(VecEnv):
         else:
             while not acquire(True, LIVENESS_INTERVAL_S):
                 self._check_alive()
+                self._check_overdue(timeout)
         # Workers set their flag before posting, so at least one flag is up; a second one up
         # whose post is still coming is collected by that post's acquire instead. DONE and
         # FAILED are the largest states, so argmax finds one (a failure first).
@@ -824,6 +988,14 @@ class Multiprocessing(VecEnv):
     def _describe(self, worker):
         first = worker * self.envs_per_worker
         return f"worker {worker} (pid {self.processes[worker].pid}, envs {first}..{first + self.envs_per_worker - 1})"
+
+    def _running(self, worker):
+        return self.states[worker] not in (DONE, FAILED)  # set before the worker posts "done"
+
+    def _kill(self, worker):
+        process = self.processes[worker]
+        process.kill()
+        process.join(timeout=1.0)
 
     def _raise_worker_error(self, worker):
         payload, text = pickle.loads(self._receive(worker))
@@ -858,10 +1030,10 @@ class Multiprocessing(VecEnv):
                 f"render(): {self._describe(worker)} is stepping; call render() after recv() returns it"
             )
         self.seeds[worker] = local
-        self._launch([worker], RENDER)
+        self._start([worker], RENDER)
         self.pending.add(worker)
         while True:
-            for finished, infos in self._wait():
+            for finished, infos in self._wait(self.timeout):
                 if finished == worker:
                     self.pending.discard(worker)
                     return infos[0]
@@ -881,10 +1053,10 @@ class Multiprocessing(VecEnv):
 class RayWorker:
     """The actor behind one Ray worker: its envs and their own buffers."""
 
-    def __init__(self, payload, observation_space, action_space):
+    def __init__(self, payload, observation_space, action_space, index):
         spec = payload.value
         self.buffers = allocate_buffers(observation_space, action_space, spec.agents)
-        self.worker = spec.build(self.buffers)
+        self.worker = spec.build(self.buffers, index)
 
     def _results(self, infos):
         buffers = self.buffers
@@ -935,13 +1107,16 @@ class Ray(VecEnv):
         batch_size=None,
         zero_copy=True,
         seed=0,
+        timeout=DEFAULT_TIMEOUT_S,
         actor_options=None,
     ):
         try:
             import ray
         except ImportError as error:
             raise APIUsageError("the Ray backend needs ray: pip install -r requirements-envs.txt") from error
-        super().__init__(env_creator, env_args, env_kwargs, num_envs, num_workers, batch_size, zero_copy, seed)
+        super().__init__(
+            env_creator, env_args, env_kwargs, num_envs, num_workers, batch_size, zero_copy, seed, timeout
+        )
         self.ray = ray
         self.owns_ray = not ray.is_initialized()
         if self.owns_ray:
@@ -959,12 +1134,13 @@ class Ray(VecEnv):
         payload = _Pickled(self.worker_spec())
         remote = ray.remote(RayWorker).options(**options)
         self.actors = [
-            remote.remote(payload, self.single_observation_space, self.single_action_space)
-            for _ in range(self.num_workers)
+            remote.remote(payload, self.single_observation_space, self.single_action_space, index)
+            for index in range(self.num_workers)
         ]
         self.futures = {}
         try:
-            ray.get([actor.node_id.remote() for actor in self.actors])  # surfaces creation errors
+            # Surfaces creation errors; a creation past the timeout raises GetTimeoutError.
+            ray.get([actor.node_id.remote() for actor in self.actors], timeout=self.timeout)
         except BaseException:
             self.close()
             raise
@@ -978,8 +1154,12 @@ class Ray(VecEnv):
                 future = actor.step.remote(self.actions[self.worker_rows(worker)])
             self.futures[future] = worker
 
-    def _wait(self):
-        ready, _ = self.ray.wait(list(self.futures), num_returns=1)
+    def _wait(self, timeout):
+        futures = list(self.futures)
+        ready, _ = self.ray.wait(futures, num_returns=1, timeout=LIVENESS_INTERVAL_S)
+        while not ready:
+            self._check_overdue(timeout)
+            ready, _ = self.ray.wait(futures, num_returns=1, timeout=LIVENESS_INTERVAL_S)
         completed = []
         for future in ready:
             worker = self.futures.pop(future)
@@ -998,10 +1178,18 @@ class Ray(VecEnv):
             completed.append((worker, infos))
         return completed
 
+    def _running(self, worker):
+        future = next(future for future, owner in self.futures.items() if owner == worker)
+        ready, _ = self.ray.wait([future], timeout=0)
+        return not ready
+
+    def _kill(self, worker):
+        self.ray.kill(self.actors[worker])
+
     def render(self, env_index=0):
         self._check_usable()
         worker, local = divmod(env_index, self.envs_per_worker)
-        return self.ray.get(self.actors[worker].render.remote(local))
+        return self.ray.get(self.actors[worker].render.remote(local), timeout=self.timeout)
 
     def node_ids(self):
         """The Ray node of each worker's actor."""
@@ -1045,6 +1233,7 @@ def make(
     batch_size=None,
     zero_copy=True,
     seed=0,
+    timeout=DEFAULT_TIMEOUT_S,
     **backend_kwargs,
 ):
     """Builds a vector env; see the module docstring.
@@ -1058,6 +1247,10 @@ def make(
         batch_size: envs per ``recv``; less than num_envs makes an async pool.
         zero_copy: batches are aligned runs of contiguous workers, returned as views.
         seed: default seed of ``reset``/``async_reset``.
+        timeout: seconds a worker may take for one command (env creation, reset, step) before it is
+            killed and ``WorkerTimeoutError`` raised; None for no limit. ``recv(timeout=...)``
+            overrides it for one call. Multiprocessing and Ray only (Serial and Native run envs in
+            the caller's thread).
         backend_kwargs: backend-specific (Multiprocessing: context, spin; Ray: actor_options).
     """
     return resolve_backend(backend)(
@@ -1069,5 +1262,6 @@ def make(
         batch_size=batch_size,
         zero_copy=zero_copy,
         seed=seed,
+        timeout=timeout,
         **backend_kwargs,
     )

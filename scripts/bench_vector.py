@@ -6,7 +6,8 @@ ahead of time. Measured: agent steps per second of the whole loop (stepping plus
 recv/send bookkeeping), after a warm-up. Backends:
 
     gym-sync    gymnasium.vector.SyncVectorEnv
-    gym-async   gymnasium.vector.AsyncVectorEnv (one process per env: Gymnasium's only layout)
+    gym-async   gymnasium.vector.AsyncVectorEnv (one process per env: Gymnasium's only layout), with
+                observations through shared memory and through pipes (``shared_memory=False``)
     serial      pufferlib Serial
     mp-sync     pufferlib Multiprocessing, reset/step over all envs
     mp-pool     pufferlib Multiprocessing async pool (send/recv, batch_size < num_envs); several
@@ -15,7 +16,10 @@ recv/send bookkeeping), after a warm-up. Backends:
 Envs: ``cartpole`` (CartPole-v1), ``nethack`` (NetHackScore-v0, pufferlib's default keys), and
 ``synthetic`` envs whose steps burn a random amount of CPU time, Normal(mean, std) clipped at 0
 (the experiment of the PufferLib 0.5 post; CPU time, not sleep, so waiting on a core counts
-as waiting). Usage:
+as waiting). The ratios compare each pufferlib backend's best layout with Gymnasium's best
+configuration: the pool against the faster AsyncVectorEnv, Multiprocessing sync against the fastest
+of all Gymnasium runs. A last section times the checks every ``send`` makes on its actions (dtype
+and range), per batch, against the time of one batch's step. Usage:
 
     python scripts/bench_vector.py                       # everything, 16 envs, 2 s per run
     python scripts/bench_vector.py --envs cartpole --seconds 5
@@ -33,6 +37,7 @@ import numpy as np
 
 from pufferlib import vector
 from pufferlib.emulation import GymnasiumPufferEnv
+from pufferlib.spaces import ActionBounds
 
 ACTION_TABLE_ROWS = 1024
 
@@ -95,9 +100,12 @@ def timed(step_once, seconds, warmup=0.3):
             return calls / (now - start)
 
 
-def bench_gymnasium(kind, env_id, kwargs, num_envs, seconds):
+def bench_gymnasium(kind, env_id, kwargs, num_envs, seconds, shared_memory=True):
     fns = [functools.partial(gymnasium_env, env_id, **kwargs) for _ in range(num_envs)]
-    envs = gymnasium.vector.SyncVectorEnv(fns) if kind == "sync" else gymnasium.vector.AsyncVectorEnv(fns)
+    if kind == "sync":
+        envs = gymnasium.vector.SyncVectorEnv(fns)
+    else:
+        envs = gymnasium.vector.AsyncVectorEnv(fns, shared_memory=shared_memory)
     try:
         envs.reset(seed=0)
         table = actions_for(envs.single_action_space, num_envs)
@@ -169,8 +177,13 @@ def run(name, env_id, kwargs, num_envs, seconds, cores, repeats, mp_kwargs):
         ("gym-sync", "1 process", functools.partial(bench_gymnasium, "sync", env_id, kwargs, num_envs, seconds)),
         (
             "gym-async",
-            f"{num_envs} processes",
-            functools.partial(bench_gymnasium, "async", env_id, kwargs, num_envs, seconds),
+            f"{num_envs} processes, shared memory",
+            functools.partial(bench_gymnasium, "async", env_id, kwargs, num_envs, seconds, True),
+        ),
+        (
+            "gym-async",
+            f"{num_envs} processes, pipes",
+            functools.partial(bench_gymnasium, "async", env_id, kwargs, num_envs, seconds, False),
         ),
         ("serial", "1 process", functools.partial(bench_puffer, "serial", env_id, kwargs, num_envs, seconds)),
         (
@@ -196,17 +209,48 @@ def run(name, env_id, kwargs, num_envs, seconds, cores, repeats, mp_kwargs):
     for (backend, layout), values in samples.items():
         medians[(backend, layout)] = float(np.median(values))
         print(f"| {backend} | {layout} | {medians[(backend, layout)]:,.0f} | {min(values):,.0f} - {max(values):,.0f} |")
-    gym_async = medians[("gym-async", f"{num_envs} processes")]
-    gym_best = max(gym_async, medians[("gym-sync", "1 process")])
     best = {}
     for (backend, _), value in medians.items():
         best[backend] = max(best.get(backend, 0), value)
+    gym_async, gym_best = best["gym-async"], max(best["gym-async"], best["gym-sync"])
     print()
     for backend in ("serial", "mp-sync", "mp-pool"):
         print(
-            f"- {backend}: {best[backend] / gym_async:.2f}x Gymnasium async, {best[backend] / gym_best:.2f}x Gymnasium's best"
+            f"- {backend}: {best[backend] / gym_async:.2f}x Gymnasium async (its best configuration), "
+            f"{best[backend] / gym_best:.2f}x Gymnasium's best"
+        )
+    step_us = num_envs / best["mp-sync"] * 1e6
+    for batch in sorted({num_envs, num_envs // 2}):
+        check_us = action_check_us(env_id, kwargs, batch)
+        print(
+            f"- send's action checks, batch of {batch}: {check_us:.2f} us "
+            f"({check_us / step_us:.1%} of one {num_envs}-env mp-sync step, {step_us:.0f} us)"
         )
     sys.stdout.flush()
+
+
+def action_check_us(env_id, kwargs, batch, calls=20000):
+    """Microseconds per call of the checks ``VecEnv.send`` runs on a batch of valid actions."""
+    env = puffer_env(env_id, kwargs)
+    bounds = ActionBounds(env.single_action_space)
+    env.close()
+    actions = actions_for(env.single_action_space, batch)[0]
+    start = time.perf_counter()
+    for _ in range(calls):
+        if bounds.dtype_problem(actions) or bounds.out_of_range(actions):
+            raise AssertionError("valid actions were rejected")
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
 
 
 def parse_synthetic(text):
@@ -236,8 +280,10 @@ def main():
     cores = len(os.sched_getaffinity(0))
     mp_kwargs = {} if args.spin is None else {"spin": args.spin}
     print(f"# bench_vector: {args.num_envs} envs, {cores} cores, {args.seconds} s per run, {args.repeats} runs each")
+    print(f"CPU: {cpu_model()}; Python {sys.version.split()[0]}; gymnasium {gymnasium.__version__}")
     print(
-        f"load average before: {os.getloadavg()[0]:.1f}; Multiprocessing spin: {args.spin if args.spin is not None else 'default'}"
+        f"load average before: {' '.join(f'{load:.2f}' for load in os.getloadavg())}; "
+        f"Multiprocessing spin: {args.spin if args.spin is not None else 'default'}"
     )
     if "cartpole" in args.envs:
         run("CartPole-v1", "CartPole-v1", {}, args.num_envs, args.seconds, cores, args.repeats, mp_kwargs)
@@ -266,6 +312,7 @@ def main():
                 args.repeats,
                 mp_kwargs,
             )
+    print(f"\nload average after: {' '.join(f'{load:.2f}' for load in os.getloadavg())}")
 
 
 if __name__ == "__main__":

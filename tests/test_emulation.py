@@ -226,6 +226,47 @@ def test_gymnasium_wrapper_is_a_valid_gymnasium_env():
         check_env(GymnasiumPufferEnv(env=StructuredEnv()), skip_render_check=True)
 
 
+class SeedIgnoringEnv(gymnasium.Env):
+    """Seeds its generator as Gymnasium asks, but draws observations from an unseeded one."""
+
+    observation_space = spaces.Box(-1, 1, (3,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def __init__(self):
+        self.unseeded = np.random.default_rng()
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        return self.unseeded.uniform(-1, 1, 3).astype(np.float32), {}
+
+    def step(self, action):
+        return self.unseeded.uniform(-1, 1, 3).astype(np.float32), 0.0, False, False, {}
+
+
+def test_check_env_catches_on_the_wrapper_what_it_catches_on_the_raw_env():
+    spec = gymnasium.envs.registration.EnvSpec("SeedIgnoring-v0", entry_point=SeedIgnoringEnv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # check_env warns that the wrapper is not the unwrapped env
+        with pytest.raises(AssertionError, match="non-deterministic"):
+            check_env(gymnasium.make(spec, disable_env_checker=True).unwrapped, skip_render_check=True)
+        with pytest.raises(AssertionError, match="non-deterministic"):
+            check_env(GymnasiumPufferEnv(env_creator=gymnasium.make, env_args=[spec]), skip_render_check=True)
+        # A seeded env passes both, with the determinism checks run (its spec says deterministic).
+        wrapped = GymnasiumPufferEnv(env_creator=gymnasium.make, env_args=["CartPole-v1"])
+        assert wrapped.spec.nondeterministic is False
+        check_env(wrapped, skip_render_check=True)
+
+
+def test_returned_observations_are_the_callers_so_frame_stacking_works():
+    env = gymnasium.wrappers.FrameStackObservation(
+        GymnasiumPufferEnv(env_creator=gymnasium.make, env_args=["CartPole-v1"]), 4
+    )
+    env.reset(seed=0)
+    for _ in range(3):
+        frames, *_ = env.step(1)
+    assert len({tuple(frame) for frame in frames}) == 4
+
+
 def test_gymnasium_wrapper_writes_given_buffers():
     buffers = {
         "observations": np.zeros((1, 4), np.float32),
@@ -237,8 +278,9 @@ def test_gymnasium_wrapper_writes_given_buffers():
     }
     env = GymnasiumPufferEnv(env_creator=gymnasium.make, env_args=["CartPole-v1"], buf=buffers)
     observation, _ = env.reset(seed=3)
-    assert np.shares_memory(observation, buffers["observations"])
-    assert buffers["masks"][0]
+    # The caller owns what reset returns; the buffer holds the same data for the vector layer.
+    assert not np.shares_memory(observation, buffers["observations"])
+    assert np.array_equal(observation, buffers["observations"][0]) and buffers["masks"][0]
     env.step(1)
     assert buffers["rewards"][0] == 1.0
 
@@ -248,8 +290,10 @@ def test_gymnasium_wrapper_misuse_raises_api_usage_error():
     with pytest.raises(APIUsageError, match="before reset"):
         env.step(np.zeros(3, np.int64))
     env.reset(seed=0)
-    with pytest.raises(APIUsageError, match="outside the action space"):
+    with pytest.raises(ValueError, match="outside the action space"):
         env.step(np.array([4, 0, 0]))
+    with pytest.raises(ValueError, match="must be integers, got dtype float64"):
+        env.step(np.array([1.9, 0, 0]))
     env.step(np.array([0, 0, 0]))
     with pytest.raises(APIUsageError, match="after the episode ended"):
         env.step(np.array([0, 0, 0]))
@@ -343,10 +387,11 @@ class Population:
 
 
 def test_pettingzoo_padding_keeps_a_stable_order_with_masks():
+    """The PettingZoo interface reports the env's agents; the buffers pad every possible agent."""
     env = PettingZooPufferEnv(env=Population())
     assert env.num_agents == 4
     observations, _ = env.reset(seed=0)
-    assert list(observations) == ["a", "b", "c", "late"]
+    assert list(observations) == ["a", "b", "c"]
     assert env.masks.tolist() == [True, True, True, False]
     assert env.terminals.tolist() == [False, False, False, True]
     assert not env.observations[3].any()
@@ -355,11 +400,14 @@ def test_pettingzoo_padding_keeps_a_stable_order_with_masks():
     assert env.masks.tolist() == [True, True, True, True]
     assert terminals == {"a": True, "b": False, "c": False, "late": False}
     assert nativize(observations["late"], env.emulated)["who"] == 3
-    _, rewards, terminals, _, _ = env.step({"b": 0, "c": 0, "late": 0})
-    # "a" left after the first step: padded with zeros, reward 0, terminal, mask False.
+    observations, rewards, terminals, _, infos = env.step({"b": 0, "c": 0, "late": 0})
+    # "a" was done after the first step: gone from every dict, padded in the buffers (zeros,
+    # reward 0, terminal, mask False).
+    assert "a" not in observations and "a" not in rewards and "a" not in terminals and "a" not in infos
     assert env.masks.tolist() == [False, True, True, True]
-    assert rewards["a"] == 0.0 and terminals["a"] and not env.observations[0].any()
+    assert env.rewards[0] == 0.0 and env.terminals[0] and not env.observations[0].any()
     assert rewards["b"] == 1.0 and terminals["b"]
+    assert not np.shares_memory(observations["c"], env.observations)
 
 
 def test_pettingzoo_misuse_raises_api_usage_error():
@@ -397,11 +445,36 @@ def test_pettingzoo_batch_step_resets_when_every_agent_finished():
     assert nativize(env.observations[0], env.emulated)["t"][0] == 0
 
 
-def test_pettingzoo_wrapper_passes_the_parallel_api_test():
-    from pettingzoo.test import parallel_api_test
+def knights_archers_zombies():
+    """Zombies come fast and often, so knights and archers die mid-episode (through the family module)."""
+    from pufferlib.environments import pettingzoo
+
+    return pettingzoo.make("knights_archers_zombies", spawn_delay=2, max_zombies=20, max_cycles=300)
+
+
+def test_dead_agents_leave_and_pettingzoo_checkers_pass_without_warnings():
+    from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test
+    from pettingzoo.utils.conversions import parallel_to_aec
+
+    env = knights_archers_zombies()
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    died_mid_episode = False
+    while env.agents:
+        live = list(env.agents)
+        observations, rewards, terminations, truncations, infos = env.step(
+            {agent: int(rng.integers(6)) for agent in live}
+        )
+        for mapping in (observations, rewards, terminations, truncations, infos):
+            assert set(mapping) == set(live)  # the agents that acted, the dead ones a last time
+        died_mid_episode |= bool(env.agents) and len(env.agents) < len(live)
+    assert died_mid_episode
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # padded slots are reported for absent agents, by design
+        warnings.simplefilter("error")  # a warning from either checker fails the test
+        parallel_api_test(knights_archers_zombies(), num_cycles=300)
+        api_test(parallel_to_aec(knights_archers_zombies()), num_cycles=300)
+        parallel_seed_test(knights_archers_zombies, num_cycles=300)
         parallel_api_test(PettingZooPufferEnv(env=Population()), num_cycles=10)
 
 

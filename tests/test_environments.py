@@ -1,9 +1,13 @@
 """Third-party env families, stepped for real through vector.make."""
 
+import warnings
+
+import gymnasium
 import numpy as np
 import pytest
 import torch
 from conftest import random_actions
+from gymnasium.utils.env_checker import check_env
 
 from pufferlib import vector
 from pufferlib.environments import atari, classic_control, nethack, pettingzoo
@@ -81,3 +85,36 @@ def test_unknown_names_suggest_the_right_one():
         atari.env_creator("breakoutt")
     with pytest.raises(ValueError, match="Did you mean score"):
         nethack.env_creator("scor")
+
+
+@pytest.mark.timeout(120)
+def test_family_envs_pass_check_env_and_their_spec_recreates_them():
+    for env in (classic_control.make("CartPole-v1"), atari.make("pong")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # check_env warns that a wrapper is not the unwrapped env
+            check_env(env, skip_render_check=True)
+        again = gymnasium.make(env.spec)
+        assert type(again.unwrapped) is type(env.unwrapped) and again.observation_space == env.observation_space
+        again.close()
+        env.close()
+
+
+def nethack_frames(seed, steps):
+    """Every observation of a random-action run of one env, episodes reset as the backends do."""
+    env = nethack.make("score", max_episode_steps=40)
+    env.batch_reset(seed)
+    rng = np.random.default_rng(0)
+    frames = [env.observations.copy()]
+    for _ in range(steps):
+        env.actions[0] = rng.integers(env.single_action_space.n)
+        env.batch_step()
+        frames.append(env.observations.copy())
+    env.close()
+    return np.concatenate(frames)
+
+
+@pytest.mark.timeout(120)
+def test_nethack_is_deterministic_through_nle_seeding():
+    first = nethack_frames(seed=3, steps=100)  # two autoresets (40-step episodes): unseeded resets too
+    assert np.array_equal(first, nethack_frames(seed=3, steps=100))
+    assert not np.array_equal(first, nethack_frames(seed=4, steps=100))

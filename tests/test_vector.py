@@ -8,6 +8,7 @@ worker node) or a local ``ray.init()``, and stop it by the ids of the processes 
 
 import functools
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -28,7 +29,7 @@ import ocean
 from pufferlib import APIUsageError, vector
 from pufferlib.emulation import GymnasiumPufferEnv
 from pufferlib.environments import classic_control, pettingzoo
-from pufferlib.vector import WorkerDiedError, WorkerError
+from pufferlib.vector import WorkerDiedError, WorkerError, WorkerTimeoutError
 
 # Token authentication with a token made for this run (passed by environment, so nothing is
 # written to ~/.ray), and no usage reporting.
@@ -41,14 +42,17 @@ class CounterEnv(gymnasium.Env):
     """Observation [reset seed, steps since reset]: tells which env a row came from, and how far it is.
 
     ``jitter`` sleeps up to that many seconds per step, so pool workers finish out of order.
-    ``fail_at`` raises ValueError on that step.
+    ``fail_at`` raises ValueError on that step; ``hang_at`` sleeps for an hour on that step in
+    the envs reset with a seed in ``hanging``; ``shrink_at`` returns an observation of shape (1,)
+    from that step on.
     """
 
     observation_space = gymnasium.spaces.Box(0, 2**40, (2,), np.int64)
     action_space = gymnasium.spaces.Discrete(4)
 
-    def __init__(self, length=5, jitter=0.0, fail_at=None):
+    def __init__(self, length=5, jitter=0.0, fail_at=None, hang_at=None, hanging=(), shrink_at=None):
         self.length, self.jitter, self.fail_at = length, jitter, fail_at
+        self.hang_at, self.hanging, self.shrink_at = hang_at, hanging, shrink_at
         self.identity, self.t = 0, 0
         self.rng = np.random.default_rng()
 
@@ -63,11 +67,16 @@ class CounterEnv(gymnasium.Env):
         self.t += 1
         if self.t == self.fail_at:
             raise ValueError(f"env {self.identity} failed on step {self.t}")
+        if self.t == self.hang_at and self.identity in self.hanging:
+            time.sleep(3600)
         if self.jitter:
             time.sleep(self.rng.uniform(0, self.jitter))
         done = self.t >= self.length
         info = {"identity": self.identity, "action": int(action)} if done else {}
-        return np.array([self.identity, self.t]), float(action), done, False, info
+        observation = np.array([self.identity, self.t])
+        if self.shrink_at is not None and self.t >= self.shrink_at:
+            observation = observation[:1]
+        return observation, float(action), done, False, info
 
 
 def counter(buf=None, **kwargs):
@@ -237,15 +246,15 @@ def test_misuse_raises_api_usage_error():
     with pytest.raises(APIUsageError, match="reset"):
         envs.recv()
     with pytest.raises(APIUsageError, match="async_reset"):
-        envs.step(np.zeros(4))
+        envs.step(np.zeros(4, np.int32))
     envs.async_reset()
     with pytest.raises(APIUsageError, match="send"):
-        envs.send(np.zeros(2))
+        envs.send(np.zeros(2, np.int32))
     envs.recv()
     with pytest.raises(APIUsageError, match="recv\\(\\) called twice"):
         envs.recv()
     with pytest.raises(ValueError, match="shape"):
-        envs.send(np.zeros(3))
+        envs.send(np.zeros(3, np.int32))
     envs.close()
     with pytest.raises(APIUsageError, match="closed"):
         envs.async_reset()
@@ -255,17 +264,95 @@ def test_misuse_raises_api_usage_error():
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.parametrize("backend", ["serial", "multiprocessing"])
+def test_every_send_checks_actions_dtype_and_range(backend):
+    envs = vector.make(counter, backend=backend, num_envs=4, num_workers=2)
+    envs.reset(seed=0)
+    good = np.array([0, 1, 2, 3], np.int32)
+    envs.step(good)
+    bad_actions = {
+        "float": (np.array([0, 1.9, 0, 0]), r"must be integers, got dtype float64; sent to worker 0 .*worker 1"),
+        "bool": (np.array([True, False, True, False]), "must be integers, got dtype bool"),
+        "beyond int32": (np.array([0, 0, 0, 2**32 + 1], np.int64), r"action 4294967297 for env 3 \(worker 1, row 3"),
+        "negative": (np.array([0, 0, -1, 0], np.int32), r"action -1 for env 2 \(worker 1, row 2 of the batch\)"),
+        "too large": (np.array([4, 0, 0, 5]), r"action 4 for env 0 \(worker 0.*1 more rows"),
+    }
+    for actions, message in bad_actions.values():
+        with pytest.raises(ValueError, match=message):
+            envs.step(actions)
+    # A rejected send changes nothing: the same batch steps on with valid actions.
+    observations, *_ = envs.step(good)
+    assert observations[:, 1].tolist() == [2, 2, 2, 2]
+    envs.close()
+
+
+@pytest.mark.timeout(60)
+def test_wrong_observation_shape_is_caught_before_it_reaches_the_shared_rows():
+    envs = vector.make(
+        functools.partial(counter, length=100, shrink_at=2), backend="multiprocessing", num_envs=4, num_workers=2
+    )
+    envs.reset(seed=0)
+    envs.step(np.zeros(4, np.int32))
+    with pytest.raises(ValueError, match=r"expected shape \(2,\).*got shape \(1,\)") as raised:
+        envs.step(np.zeros(4, np.int32))
+    assert re.fullmatch(r"Raised by env \d of worker \d\.", raised.value.__notes__[0])
+    assert envs.observations[:, 1].tolist() == [1, 1, 1, 1]  # no row was broadcast over
+    envs.close()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("pool", [False, True])
+def test_hung_worker_is_killed_after_the_timeout_and_named(pool):
+    # A finished result left uncollected for longer than the timeout is not a hang.
+    envs = vector.make(
+        functools.partial(counter, length=1000), backend="multiprocessing", num_envs=4, num_workers=2,
+        batch_size=2 if pool else None, timeout=0.3,
+    )
+    envs.async_reset(seed=0)
+    for _ in range(3):
+        envs.recv()
+        time.sleep(0.6)  # a slow learner between recv and send
+        envs.send(np.zeros(envs.agents_per_batch, np.int32))
+    envs.recv()
+    envs.close()
+
+    envs = vector.make(
+        functools.partial(counter, length=1000, hang_at=2, hanging=(2, 3)),
+        backend="multiprocessing",
+        num_envs=4,
+        num_workers=2,
+        batch_size=2 if pool else None,
+        timeout=30,
+    )
+    envs.async_reset(seed=0)
+    message = r"worker 1 \(pid \d+, envs 2..3\) did not finish its step within 0.5 s, so it was killed"
+    with pytest.raises(WorkerTimeoutError, match=message) as raised:
+        while True:  # a pool goes on with worker 0 until worker 1's step is overdue
+            envs.recv(timeout=0.5)
+            envs.send(np.zeros(envs.agents_per_batch, np.int32))
+    assert raised.value.worker == 1 and raised.value.env_ids == [2, 3]
+    assert not envs.processes[1].is_alive() and envs.processes[0].is_alive()
+    with pytest.raises(APIUsageError, match="earlier failure"):
+        envs.recv()
+    envs.close()
+    assert not any(process.is_alive() for process in envs.processes)
+
+
+@pytest.mark.timeout(60)
 def test_env_exception_reraises_with_the_worker_traceback():
     envs = vector.make(functools.partial(counter, fail_at=3), backend="multiprocessing", num_envs=4, num_workers=2)
     envs.reset(seed=0)
-    envs.step(np.zeros(4))
-    envs.step(np.zeros(4))
+    envs.step(np.zeros(4, np.int32))
+    envs.step(np.zeros(4, np.int32))
     with pytest.raises(ValueError, match="failed on step 3") as raised:
-        envs.step(np.zeros(4))
+        envs.step(np.zeros(4, np.int32))
     assert "in step" in str(raised.value.__cause__) and "test_vector.py" in str(raised.value.__cause__)
-    assert "Raised in worker" in raised.value.__notes__[0]
+    # The notes name the env that raised and its worker (both workers' envs fail on step 3).
+    env_note, worker_note = raised.value.__notes__
+    env, worker = map(int, re.fullmatch(r"Raised by env (\d) of worker (\d)\.", env_note).groups())
+    assert env // 2 == worker and worker_note.startswith(f"Raised in worker {worker} (pid")
     with pytest.raises(APIUsageError, match="earlier failure"):
-        envs.step(np.zeros(4))
+        envs.step(np.zeros(4, np.int32))
     envs.close()
     assert not any(process.is_alive() for process in envs.processes)
 
@@ -280,7 +367,7 @@ def test_unpicklable_exception_and_creation_failure_still_surface():
     )
     envs.reset()
     with pytest.raises(WorkerError, match="Unpicklable"):
-        envs.step(np.zeros(2))
+        envs.step(np.zeros(2, np.int32))
     envs.close()
 
     envs = vector.make(
@@ -291,7 +378,7 @@ def test_unpicklable_exception_and_creation_failure_still_surface():
     )
     envs.reset()
     with pytest.raises(Exception, match="pickle") as raised:
-        envs.step(np.zeros(2))
+        envs.step(np.zeros(2, np.int32))
     assert "_worker_main" in str(raised.value.__cause__)  # the worker's traceback came along
     envs.close()
 
@@ -322,7 +409,7 @@ def test_sigkilled_worker_is_detected(pool):
     os.kill(envs.processes[1].pid, signal.SIGKILL)
     with pytest.raises(WorkerDiedError, match=r"worker 1 .*SIGKILL"):
         while True:  # a pool goes on with worker 0 until the periodic liveness check sees worker 1
-            envs.send(np.zeros(envs.agents_per_batch))
+            envs.send(np.zeros(envs.agents_per_batch, np.int32))
             envs.recv()
     envs.close()
     assert not any(process.is_alive() for process in envs.processes)
@@ -334,12 +421,16 @@ CHILD_SCRIPT = textwrap.dedent(
     sys.path.insert(0, {tests!r})
     from pufferlib import vector
     from test_vector import counter
-    envs = vector.make(functools.partial(counter, length=5), backend="multiprocessing", num_envs=4, num_workers=2)
+    creator = functools.partial(counter, length=5, hang_at=2, hanging=(2, 3))
+    envs = vector.make(creator, backend="multiprocessing", num_envs=4, num_workers=2)
     envs.reset(seed=0)
     envs.step([0, 0, 0, 0])
     print(" ".join(str(process.pid) for process in envs.processes), flush=True)
     if sys.argv[1] == "kill-main":
         os.kill(os.getpid(), signal.SIGKILL)
+    if sys.argv[1].endswith("-while-hung"):
+        envs.send([0, 0, 0, 0])  # worker 1's envs hang in this step
+        envs.recv(timeout=float("inf"))  # blocks: the test SIGKILLs this process meanwhile
     if sys.argv[1] == "close":
         envs.close()
     # "exit": the interpreter exits with the vector env still open
@@ -360,13 +451,24 @@ def shared_memory_entries():
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("ending", ["close", "exit", "kill-main"])
+@pytest.mark.parametrize("ending", ["close", "exit", "kill-main", "kill-main-while-hung", "term-main-while-hung"])
 def test_no_process_or_shared_memory_outlives_the_vector_env(ending):
     before = shared_memory_entries()
     script = CHILD_SCRIPT.format(tests=os.path.join(REPO, "tests"))
-    result = subprocess.run([sys.executable, "-c", script, ending], capture_output=True, text=True, timeout=50)
-    assert result.returncode == (-signal.SIGKILL if ending == "kill-main" else 0), result.stderr
-    pids = [int(pid) for pid in result.stdout.split()]
+    if ending.endswith("-while-hung"):
+        # Killed from outside once worker 1 is stuck in its env, where no liveness check runs;
+        # SIGTERM's default action, like SIGKILL, runs no cleanup in the main process.
+        child = subprocess.Popen([sys.executable, "-c", script, ending], stdout=subprocess.PIPE, text=True)
+        pids = [int(pid) for pid in child.stdout.readline().split()]
+        time.sleep(1.0)
+        assert alive(pids[1])
+        sent = signal.SIGKILL if ending.startswith("kill") else signal.SIGTERM
+        child.send_signal(sent)
+        assert child.wait(timeout=10) == -sent
+    else:
+        result = subprocess.run([sys.executable, "-c", script, ending], capture_output=True, text=True, timeout=50)
+        assert result.returncode == (-signal.SIGKILL if ending == "kill-main" else 0), result.stderr
+        pids = [int(pid) for pid in result.stdout.split()]
     assert len(pids) == 2
     deadline = time.monotonic() + 10
     while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
@@ -398,7 +500,7 @@ def test_ray_in_a_private_network_namespace():
         env={**os.environ, **RAY_TEST_ENVIRONMENT, "RAY_AUTH_TOKEN": secrets.token_hex(32)},
     )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
-    assert "2 passed" in result.stdout, result.stdout[-3000:]
+    assert "3 passed" in result.stdout, result.stdout[-3000:]
 
 
 def free_port():
@@ -493,15 +595,15 @@ def test_ray_cluster_matches_serial(ray_cluster):
         observations, _, _, _, _, env_ids, _ = pool.recv()
         assert observations[:, 0].tolist() == (10 + env_ids).tolist()
         assert observations[:, 1].tolist() == sent[env_ids].tolist()
-        pool.send(np.zeros(4))
+        pool.send(np.zeros(4, np.int32))
         sent[env_ids] += 1
     pool.close()
 
     failing = vector.make(functools.partial(counter, fail_at=2), backend="ray", num_envs=2, num_workers=2)
     failing.reset()
-    failing.step(np.zeros(2))
+    failing.step(np.zeros(2, np.int32))
     with pytest.raises(ValueError, match="failed on step 2"):
-        failing.step(np.zeros(2))
+        failing.step(np.zeros(2, np.int32))
     failing.close()
 
 
@@ -519,6 +621,32 @@ def test_ray_local_init_matches_serial():
         assert_same_rollouts(
             reference, rollout(vector.make(creator, backend="ray", num_envs=num_envs, num_workers=2), 40)
         )
+    finally:
+        ray.shutdown()
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+@pytest.mark.ray
+@pytest.mark.timeout(120)
+@pytest.mark.skipif(not IN_RAY_NAMESPACE, reason="run by test_ray_in_a_private_network_namespace")
+def test_ray_hung_actor_is_killed_after_the_timeout():
+    import ray
+
+    temp_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=temp_dir)
+    try:
+        envs = vector.make(
+            functools.partial(counter, length=1000, hang_at=2, hanging=(2, 3)),
+            backend="ray",
+            num_envs=4,
+            num_workers=2,
+            timeout=1.0,
+        )
+        envs.reset(seed=0)
+        envs.step(np.zeros(4, np.int32))
+        with pytest.raises(WorkerTimeoutError, match=r"worker 1 \(envs 2..3\) did not finish its step within 1 s"):
+            envs.step(np.zeros(4, np.int32))
+        envs.close()
     finally:
         ray.shutdown()
         shutil.rmtree(temp_dir, ignore_errors=True)

@@ -32,9 +32,15 @@ def env_creator(name="breakout", **kwargs):
     return functools.partial(make, name, **kwargs)
 
 
-def make(name="breakout", buf=None, frame_skip=4, stack=4, repeat_action_probability=0.25, noop_max=30, **kwargs):
-    """One preprocessed game; extra kwargs go to ``gymnasium.make`` (e.g. full_action_space)."""
+def build(name="breakout", frame_skip=4, stack=4, repeat_action_probability=0.25, noop_max=30, **kwargs):
+    """The preprocessed Gymnasium env that ``make`` wraps."""
     env = gymnasium.make(game_id(name), frameskip=1, repeat_action_probability=repeat_action_probability, **kwargs)
     env = gymnasium.wrappers.AtariPreprocessing(env, noop_max=noop_max, frame_skip=frame_skip, screen_size=84)
     env = gymnasium.wrappers.FrameStackObservation(env, stack)
-    return GymnasiumPufferEnv(env=EpisodeStats(env), buf=buf)
+    return EpisodeStats(env)
+
+
+def make(name="breakout", buf=None, **kwargs):
+    """One preprocessed game; kwargs go to ``build`` (frame_skip, stack, repeat_action_probability,
+    noop_max) and from there to ``gymnasium.make`` (e.g. full_action_space). Its ``spec`` recreates it."""
+    return GymnasiumPufferEnv(env_creator=build, env_args=(name,), env_kwargs=kwargs, buf=buf)

@@ -23,6 +23,12 @@ def env_creator(name="CartPole-v1", **kwargs):
     return functools.partial(make, name, **kwargs)
 
 
+def build(name, **kwargs):
+    """The Gymnasium env that ``make`` wraps."""
+    return EpisodeStats(gymnasium.make(name, **kwargs))
+
+
 def make(name="CartPole-v1", buf=None, **kwargs):
+    """One emulated env; its ``spec`` recreates it (``check_env`` and ``spec.make()`` use that)."""
     check_name(name)
-    return GymnasiumPufferEnv(env=EpisodeStats(gymnasium.make(name, **kwargs)), buf=buf)
+    return GymnasiumPufferEnv(env_creator=build, env_args=(name,), env_kwargs=kwargs, buf=buf)

@@ -56,6 +56,7 @@ DIRECTIONS = ("maximize", "minimize")
 STUDY_DEFINITION = ("metric", "direction", "cost")
 HEARTBEAT_SECONDS = 60  # a worker that dies leaves its trial RUNNING; others fail it after the grace period
 GRACE_SECONDS = 180
+SCHEMA_ATTEMPTS = 5
 
 
 class TrialFailed(Exception):
@@ -181,13 +182,22 @@ def open_storage(url):
         raise ConfigError(f"--sweep.storage {shown_url(url)}: {backend!r} is not a supported database: use {example}")
     engine_kwargs = {"connect_args": {"connect_timeout": 10}} if backend == "postgresql" else {}
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # heartbeat_interval
-            return optuna.storages.RDBStorage(
-                url, engine_kwargs=engine_kwargs, heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS
-            )
+        for attempt in range(SCHEMA_ATTEMPTS):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # heartbeat_interval
+                    return optuna.storages.RDBStorage(
+                        url, engine_kwargs=engine_kwargs, heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS
+                    )
+            except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError):
+                # Workers started together on an empty database race to create Optuna's tables; the
+                # loser finds them made once the winner commits.
+                if attempt == SCHEMA_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.5 * (attempt + 1))
     except ImportError as error:
-        raise ConfigError(f"--sweep.storage {shown_url(url)} needs a database driver ({error}): pip install psycopg2-binary") from None
+        reason = error.__cause__ or error
+        raise ConfigError(f"--sweep.storage {shown_url(url)} needs its database driver ({reason}): pip install 'psycopg[binary]'") from None
     except sqlalchemy.exc.SQLAlchemyError as error:
         reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
         raise ConfigError(f"cannot open the study database {shown_url(url)}: {reason}. Is the server running and the URL right?") from None

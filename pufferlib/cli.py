@@ -390,6 +390,8 @@ def main(argv=None):
         if command == "train":
             if args.resume and args.load_model_path:
                 raise ConfigError("--resume continues a run; --load-model-path starts a new one from weights: pick one")
+            if args.resume and args.config:
+                raise ConfigError("--resume continues a run with its own settings; --config is for a new run: pick one")
             if args.resume:
                 # A resumed run keeps the settings it was started with; flags given now still apply.
                 saved = read_checkpoint(resolve_checkpoint(args.resume, config["train"]["data_dir"], env_name))

@@ -22,6 +22,7 @@ import json
 import math
 import os
 import random
+import shutil
 import socket
 import time
 import warnings
@@ -35,7 +36,7 @@ from optuna.trial import TrialState
 
 from pufferlib.assemble import make_policy, make_vecenv
 from pufferlib.checkpoint import CHECKPOINT_NAME, new_run_dir, save_atomic
-from pufferlib.config import ConfigError, apply_flags, flag_names
+from pufferlib.config import ConfigError, apply_flags
 from pufferlib.dashboard import MetricsLog, epoch_metrics
 from pufferlib.exceptions import did_you_mean
 from pufferlib.pufferl import PuffeRL
@@ -220,13 +221,11 @@ def make_pruner(settings):
     return optuna.pruners.NopPruner()
 
 
-def counted_trials(study, exclude=None):
+def counted_trials(study):
     """Trials that use up the budget: finished ones (an interrupted trial does not count) and
     those other workers are running now."""
     count = 0
     for trial in study.get_trials(deepcopy=False):
-        if exclude is not None and trial.number == exclude:
-            continue
         if trial.state == TrialState.FAIL and trial.user_attrs.get("interrupted"):
             continue
         count += trial.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.RUNNING)
@@ -262,7 +261,7 @@ class RecentMean:
 
 def train_trial(config, run_dir, settings, on_progress):
     """Trains one trial's config as a normal run in ``run_dir``; returns [(steps, seconds, score)]
-    per epoch. ``on_progress(fraction of budget, score)`` is called each epoch and may raise
+    per epoch. ``on_progress(fraction of budget, (steps, seconds, score))`` is called each epoch and may raise
     ``optuna.TrialPruned``; the checkpoint is written either way."""
     env_name = config["base"]["env_name"]
     with open(run_dir / "config.json", "w") as f:
@@ -304,7 +303,7 @@ def train_trial(config, run_dir, settings, on_progress):
                 if settings["trial_seconds"]:
                     progress = max(progress, trainer.seconds() / settings["trial_seconds"])
                 if history:
-                    on_progress(min(progress, 1.0), history[-1][2])
+                    on_progress(min(progress, 1.0), history[-1])
                 if out_of_time or (solved and base["stop_on_solve"]):
                     break
         except optuna.TrialPruned as error:
@@ -369,10 +368,11 @@ class Objective:
             warnings.filterwarnings("ignore", message="Heartbeat of storage")
             twin = self.pruning_study.ask()
         twin.set_user_attr("trial", trial.number)
-        reported = [-1]
+        reported, latest = [-1], {}
 
-        def on_progress(progress, score):
-            trial.set_user_attr("score", score)
+        def on_progress(progress, entry):
+            steps, seconds, score = entry
+            latest.update(score=score, cost=float(steps if settings["cost"] == "steps" else seconds))
             point = int(progress * settings["report_points"])
             for step in range(reported[0] + 1, point + 1):
                 twin.report(score, step)
@@ -383,6 +383,8 @@ class Objective:
         try:
             history = train_trial(trial_config(self.config, params, settings), run_dir, settings, on_progress)
         except optuna.TrialPruned as pruned:
+            for key, value in latest.items():  # where it stood, for the plot
+                trial.set_user_attr(key, value)
             self.pruning_study.tell(twin, state=TrialState.PRUNED)
             print(f"trial {trial.number}: pruned: {pruned}", flush=True)
             raise
@@ -465,8 +467,8 @@ def plot_front(study, settings, path, title):
     pruned = [t for t in trials if t.state == TrialState.PRUNED and "score" in t.user_attrs]
     axes.scatter([t.values[1] for t in done], [t.values[0] for t in done], color="tab:blue", alpha=0.6, label="trial")
     if pruned:
-        # A pruned trial's cost is the time it had run when stopped.
-        axes.scatter([t.user_attrs.get("cost", float("nan")) for t in pruned], [t.user_attrs["score"] for t in pruned],
+        # A pruned trial's cost is what it had spent when stopped.
+        axes.scatter([t.user_attrs["cost"] for t in pruned], [t.user_attrs["score"] for t in pruned],
                      color="tab:gray", marker="x", label="pruned")
     if front:
         axes.step([t.values[1] for t in front], [t.values[0] for t in front], where="post", color="tab:red", alpha=0.5)
@@ -536,10 +538,10 @@ def sweep(env_name, config, flags=(), resume=None):
         if not (sweep_dir / "config.json").is_file():
             raise ConfigError(f"--resume {resume}: {sweep_dir} is not a sweep folder (no config.json)")
         saved = json.loads((sweep_dir / "config.json").read_text())
-        storage_given = any(flag.split("=")[0] in ("--sweep.storage",) for flag in flags)
+        storage_given = any(flag.split("=")[0] == "--sweep.storage" for flag in flags)
         if "***" in str(saved["sweep"]["storage"]) and not storage_given:
             raise ConfigError(f"{sweep_dir} was swept on {saved['sweep']['storage']}: give --sweep.storage again (its password is not saved)")
-        config = apply_flags(saved, list(flags), extra_flags=flag_names(saved))
+        config = apply_flags(saved, list(flags))
     settings = config["sweep"]
     check_settings(settings)
     space = search_space(config)
@@ -547,13 +549,38 @@ def sweep(env_name, config, flags=(), resume=None):
 
     if not resume:
         sweep_dir = new_run_dir(data_dir, f"{env_name}_sweep")
-    url = f"sqlite:///{(sweep_dir / STUDY_FILE).resolve()}" if settings["storage"] == "auto" else str(settings["storage"])
     try:
-        storage = open_storage(url)
+        study, pruning_study, url = open_study(config, space, sweep_dir, study_name, resume)
     except ConfigError:
-        if not resume and not any(sweep_dir.iterdir()):
-            sweep_dir.rmdir()
+        if not resume:
+            shutil.rmtree(sweep_dir)  # made just now: bad input leaves nothing behind
         raise
+    print(f"Sweep of {env_name}: {len(space)} keys, {settings['trials']} trials in study {study_name!r} at {shown_url(url)}; folder {sweep_dir}")
+    for key, distribution in space.items():
+        print(f"  {key} = {distribution}")
+
+    def stop_when_done(study, trial):
+        if counted_trials(study) >= settings["trials"]:
+            study.stop()
+
+    try:
+        if counted_trials(study) < settings["trials"]:
+            study.optimize(Objective(config, space, sweep_dir, pruning_study), callbacks=[stop_when_done],
+                           catch=(TrialFailed,), gc_after_trial=True)
+        else:
+            print(f"Study {study_name!r} already holds {settings['trials']} trials: raise --sweep.trials to run more.")
+    except KeyboardInterrupt:
+        print(f"\nStopped: the interrupted trial is recorded as such and does not count.\nContinue with: puffer sweep {env_name} --resume {sweep_dir}")
+    summarize(study, env_name, settings, sweep_dir)
+    return study
+
+
+def open_study(config, space, sweep_dir, study_name, resume):
+    """The main study and its pruning twin, created or joined; a ConfigError, before anything is
+    written to the study, when the storage cannot be used or holds a different sweep by that name."""
+    settings = config["sweep"]
+    url = f"sqlite:///{(sweep_dir / STUDY_FILE).resolve()}" if settings["storage"] == "auto" else str(settings["storage"])
+    storage = open_storage(url)
     saved_config = copy.deepcopy(config)
     saved_config["sweep"]["storage"] = shown_url(url) if settings["storage"] != "auto" else "auto"
     definition = {key: settings[key] for key in STUDY_DEFINITION} | {"space": {k: str(d) for k, d in space.items()}}
@@ -586,21 +613,4 @@ def sweep(env_name, config, flags=(), resume=None):
         study_name=f"{study_name}.pruning", storage=storage, load_if_exists=True,
         direction=settings["direction"], sampler=optuna.samplers.RandomSampler(seed=seed), pruner=make_pruner(settings),
     )
-    print(f"Sweep of {env_name}: {len(space)} keys, {settings['trials']} trials in study {study_name!r} at {shown_url(url)}; folder {sweep_dir}")
-    for key, distribution in space.items():
-        print(f"  {key} = {distribution}")
-
-    def stop_when_done(study, trial):
-        if counted_trials(study) >= settings["trials"]:
-            study.stop()
-
-    try:
-        if counted_trials(study) < settings["trials"]:
-            study.optimize(Objective(config, space, sweep_dir, pruning_study), callbacks=[stop_when_done],
-                           catch=(TrialFailed,), gc_after_trial=True)
-        else:
-            print(f"Study {study_name!r} already holds {settings['trials']} trials: raise --sweep.trials to run more.")
-    except KeyboardInterrupt:
-        print(f"\nStopped: the interrupted trial is recorded as such and does not count.\nContinue with: puffer sweep {env_name} --resume {sweep_dir}")
-    summarize(study, env_name, settings, sweep_dir)
-    return study
+    return study, pruning_study, url

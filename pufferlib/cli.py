@@ -29,7 +29,15 @@ from pufferlib.checkpoint import (
     save_atomic,
     write_atomic,
 )
-from pufferlib.config import ConfigError, apply_flags, canonical_env_name, env_config_files, load_config, print_flags
+from pufferlib.config import (
+    ConfigError,
+    apply_config_file,
+    apply_flags,
+    canonical_env_name,
+    env_config_files,
+    load_config,
+    print_flags,
+)
 from pufferlib.dashboard import Dashboard, MetricsLog, epoch_metrics, human
 from pufferlib.distributed import make_world
 from pufferlib.environment import mean_infos
@@ -413,12 +421,15 @@ commands:
   train ENV              train; --resume [latest|RUN] continues a run, --load-model-path PATH starts from weights
   eval ENV               render a trained policy: --load-model-path latest|RUN|FILE (default latest)
   bench ENV              env-only and training steps per second
+  sweep ENV              hyperparameter search ([sweep] section): Pareto front of score against cost;
+                         --resume [latest|SWEEP] continues one, --sweep.storage postgresql://... shares one
   list                   envs with configs
   plot RUN|ENV [...]     learning curves to PNG: --metric env/score --output FILE
   tank ...               build and run the PufferTank containers
 
 Every key of pufferlib/configs/default.ini and of the env's .ini is a flag: --train.learning-rate 0.01,
 --env.size 11, --vec.num-envs 512. `puffer train ENV --help` lists them with their values.
+--config FILE overlays an .ini on the env's config (a sweep's best.ini, say) before the flags.
 """
 
 
@@ -445,8 +456,8 @@ def main(argv=None):
             args = parser.parse_args(rest)
             plot(args.runs, args.metric, args.output, args.data_dir)
             return 0
-        if command not in ("train", "eval", "bench"):
-            hint = did_you_mean(command, ["train", "eval", "bench", "list", "plot", "tank"])
+        if command not in ("train", "eval", "bench", "sweep"):
+            hint = did_you_mean(command, ["train", "eval", "bench", "sweep", "list", "plot", "tank"])
             print(f"Unknown command {command!r}.{hint}\n\n" + USAGE, file=sys.stderr)
             return 2
         if not rest or rest[0].startswith("-"):
@@ -457,16 +468,21 @@ def main(argv=None):
         parser.add_argument("-h", "--help", action="store_true")
         parser.add_argument("--resume", nargs="?", const="latest", default=None)
         parser.add_argument("--load-model-path", default="latest" if command == "eval" else None)
+        parser.add_argument("--config", default=None)
         args, flags = parser.parse_known_args(rest)
         config = load_config(env_name)
+        if args.config:
+            apply_config_file(config, args.config)
         if args.help:
-            print(f"puffer {command} {env_name}: flags and their current values\n  --resume [latest|RUN]\n  --load-model-path PATH|latest")
+            print(f"puffer {command} {env_name}: flags and their current values\n  --resume [latest|RUN]\n  --load-model-path PATH|latest\n  --config FILE")
             print_flags(config)
             return 0
-        apply_flags(config, flags, extra_flags=["--resume", "--load-model-path", "--help"])
+        apply_flags(config, flags, extra_flags=["--resume", "--load-model-path", "--config", "--help"])
         if command == "train":
             if args.resume and args.load_model_path:
                 raise ConfigError("--resume continues a run; --load-model-path starts a new one from weights: pick one")
+            if args.resume and args.config:
+                raise ConfigError("--resume continues a run with its own settings; --config is for a new run: pick one")
             if args.resume:
                 # A resumed run keeps the settings it was started with; flags given now still apply.
                 saved = read_checkpoint(resolve_checkpoint(args.resume, config["train"]["data_dir"], env_name))
@@ -478,6 +494,12 @@ def main(argv=None):
             # The run's own settings (its policy, its env parameters), with the flags given now.
             checkpoint = read_checkpoint(resolve_checkpoint(args.load_model_path, config["train"]["data_dir"], env_name))
             evaluate_policy(env_name, apply_flags(checkpoint["config"], flags), checkpoint)
+        elif command == "sweep":
+            try:
+                import pufferlib.sweep  # optuna is imported only when asked for
+            except ModuleNotFoundError as error:
+                raise ConfigError(f"puffer sweep needs {error.name}: pip install 'pufferlib[sweep]'") from None
+            pufferlib.sweep.sweep(env_name, config, flags, resume=args.resume)
         else:
             bench(env_name, config)
         return 0

@@ -21,6 +21,8 @@ DEFAULT_CONFIG = CONFIG_DIR / "default.ini"
 ENTRY_POINT_GROUP = "pufferlib.env_configs"
 # Sections whose keys belong to one env or one policy class: an env's .ini replaces them whole.
 REPLACED_SECTIONS = ("env", "policy")
+# Sections an env's .ini may add keys to: [sweep] names any config key to search (env.size).
+OPEN_SECTIONS = ("sweep",)
 
 
 class ConfigError(ValueError):
@@ -97,10 +99,31 @@ def load_config(env_name):
         if section not in config:
             raise ConfigError(f"{files[env_name]}: unknown section [{section}]; valid: {', '.join(config)}")
         for key, value in values.items():
-            if key not in config[section]:
+            if key not in config[section] and section not in OPEN_SECTIONS:
                 raise ConfigError(f"{files[env_name]}: unknown key {key!r} in [{section}]")
             config[section][key] = value
     config["base"]["env_name"] = env_name
+    return config
+
+
+def apply_config_file(config, path):
+    """Overlays an .ini (a `puffer sweep` result, say) on a config key by key; its sections and
+    keys must exist, as for flags."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"--config {path}: no such file")
+    try:
+        overlay = read_ini(path)
+    except configparser.Error as error:
+        raise ConfigError(f"--config {path}: not a valid .ini file: {error}") from None
+    for section, values in overlay.items():
+        if section not in config:
+            raise ConfigError(f"{path}: unknown section [{section}]; valid: {', '.join(config)}")
+        for key, value in values.items():
+            if key not in config[section]:
+                hint = did_you_mean(key, config[section])
+                raise ConfigError(f"{path}: unknown key {key!r} in [{section}].{hint}")
+            config[section][key] = value
     return config
 
 

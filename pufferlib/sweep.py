@@ -1,0 +1,616 @@
+"""``puffer sweep``: cost-aware hyperparameter search on Optuna.
+
+The ``[sweep]`` section of a config names the keys to search, one distribution each
+(``train.learning_rate = log_uniform(1e-4, 1e-1)``), and the sweep's settings (budget, metric,
+sampler, pruner, storage). Each trial is a normal run in its own folder (config.json,
+metrics.jsonl, checkpoint.pt) inside the sweep's folder. Optuna searches two objectives at once:
+the score (the metric averaged over the newest ``[base] solve_episodes`` episodes when the trial
+ends) and its cost (the seconds or steps the trial took to first reach that score); the result
+is their Pareto front.
+
+Optuna's pruners are single-objective (``Trial.report`` refuses a multi-objective study), so each
+trial has a twin in a single-objective study beside the main one, ``<study>.pruning``: the twin
+receives the trial's score at fixed fractions of its budget, and the configured pruner (median,
+successive halving) judges it against the twins of the trials before it. A pruned trial is
+recorded as pruned in the main study, with the score and cost it had reached.
+"""
+
+import ast
+import copy
+import importlib.util
+import json
+import math
+import os
+import random
+import shutil
+import socket
+import time
+import warnings
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+import optuna
+import sqlalchemy
+from optuna.trial import TrialState
+
+from pufferlib.assemble import make_policy, make_vecenv
+from pufferlib.checkpoint import CHECKPOINT_NAME, new_run_dir, save_atomic
+from pufferlib.config import ConfigError, apply_flags
+from pufferlib.dashboard import MetricsLog, epoch_metrics
+from pufferlib.exceptions import did_you_mean
+from pufferlib.pufferl import PuffeRL
+
+STUDY_FILE = "study.db"
+BEST_CONFIG = "best.ini"
+FRONT_PLOT = "pareto.png"
+DISTRIBUTIONS = ("log_uniform", "uniform", "int", "log_int", "categorical")
+DISTRIBUTION_HELP = (
+    "log_uniform(1e-4, 1e-1), uniform(0.8, 0.99), int(1, 4), log_int(16, 256) or categorical(32, 64, 128); "
+    "none leaves the key out"
+)
+SAMPLERS = ("tpe", "random", "nsga2")
+PRUNERS = ("median", "successive_halving", "none")
+COSTS = ("seconds", "steps")
+DIRECTIONS = ("maximize", "minimize")
+# Settings that must agree among the workers of one study and across a resume.
+STUDY_DEFINITION = ("metric", "direction", "cost")
+HEARTBEAT_SECONDS = 60  # a worker that dies leaves its trial RUNNING; others fail it after the grace period
+GRACE_SECONDS = 180
+SCHEMA_ATTEMPTS = 5
+
+
+class TrialFailed(Exception):
+    """A trial that crashed or diverged: recorded as failed with its error, and the sweep goes on."""
+
+
+class MetricMissing(ConfigError):
+    """--sweep.metric names no episode statistic of the env: every trial would fail, so the sweep stops."""
+
+
+@dataclass(frozen=True)
+class Distribution:
+    kind: str
+    args: tuple
+
+    def suggest(self, trial, name):
+        if self.kind == "categorical":
+            return trial.suggest_categorical(name, list(self.args))
+        low, high = self.args
+        if self.kind in ("int", "log_int"):
+            return trial.suggest_int(name, low, high, log=self.kind == "log_int")
+        return trial.suggest_float(name, low, high, log=self.kind == "log_uniform")
+
+    def __str__(self):
+        return f"{self.kind}({', '.join(map(repr, self.args))})"
+
+
+def parse_distribution(key, text):
+    """A ``[sweep]`` value such as ``log_uniform(1e-4, 1e-1)`` as a Distribution, or a ConfigError
+    that names the key, the problem and the fix."""
+    where = f"[sweep] {key} = {text}"
+    try:
+        node = ast.parse(str(text).strip(), mode="eval").body
+    except SyntaxError:
+        node = None
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or node.keywords:
+        raise ConfigError(f"{where}: expected a distribution: {DISTRIBUTION_HELP}")
+    kind = node.func.id
+    if kind not in DISTRIBUTIONS:
+        raise ConfigError(f"{where}: unknown distribution {kind!r}.{did_you_mean(kind, DISTRIBUTIONS)} Valid: {', '.join(DISTRIBUTIONS)}")
+    try:
+        args = tuple(ast.literal_eval(arg) for arg in node.args)
+    except ValueError:
+        raise ConfigError(f"{where}: arguments must be plain numbers or strings") from None
+    if kind == "categorical":
+        if not args:
+            raise ConfigError(f"{where}: categorical needs at least one choice")
+        if len({repr(a) for a in args}) < len(args):
+            raise ConfigError(f"{where}: a choice is listed twice")
+        if not all(a is None or isinstance(a, (bool, int, float, str)) for a in args):
+            raise ConfigError(f"{where}: choices must be numbers, strings, booleans or None")
+        return Distribution(kind, args)
+    if len(args) != 2:
+        raise ConfigError(f"{where}: {kind} takes two bounds, (low, high)")
+    low, high = args
+    wanted = int if kind in ("int", "log_int") else (int, float)
+    if not all(isinstance(b, wanted) and not isinstance(b, bool) for b in args):
+        raise ConfigError(f"{where}: {kind} needs {'integer' if wanted is int else 'numeric'} bounds")
+    if low >= high:
+        raise ConfigError(f"{where}: empty range: low {low!r} must be below high {high!r}")
+    if kind.startswith("log") and low <= 0:
+        raise ConfigError(f"{where}: a log scale needs low > 0")
+    return Distribution(kind, args)
+
+
+def search_space(config):
+    """{'section.key': Distribution} from the config's ``[sweep]`` keys that name a config key."""
+    space = {}
+    settings = config["sweep"]
+    targets = [f"{s}.{k}" for s, values in config.items() if s != "sweep" for k in values]
+    for key, text in settings.items():
+        if "." not in key or text is None:
+            continue
+        section, _, name = key.partition(".")
+        if section == "sweep" or section not in config or name not in config[section]:
+            hint = did_you_mean(key, targets, cutoff=0.6)
+            raise ConfigError(
+                f"[sweep] {key}: no such config key to search.{hint} Searched keys are section.key of the config "
+                f"(train.learning_rate, env.size); --sweep.{key.replace('_', '-')} none leaves it out"
+            )
+        space[key] = parse_distribution(key, text)
+    if not space:
+        raise ConfigError("[sweep] names no key to search: add one, e.g. --sweep.train.learning-rate 'log_uniform(1e-4, 1e-1)'")
+    return space
+
+
+def check_settings(settings):
+    def choice(key, valid):
+        if settings[key] not in valid:
+            hint = did_you_mean(str(settings[key]), valid)
+            raise ConfigError(f"--sweep.{key.replace('_', '-')} {settings[key]!r}: valid are {', '.join(valid)}.{hint}")
+
+    choice("direction", DIRECTIONS)
+    choice("cost", COSTS)
+    choice("sampler", SAMPLERS)
+    choice("pruner", PRUNERS)
+    for key, low in (("trials", 1), ("report_points", 1), ("startup_trials", 0), ("prune_startup", 0), ("trial_steps", 0)):
+        if not isinstance(settings[key], int) or settings[key] < low:
+            raise ConfigError(f"--sweep.{key.replace('_', '-')} {settings[key]!r}: expected an integer >= {low}")
+    if not 0 <= settings["prune_warmup"] < 1:
+        raise ConfigError(f"--sweep.prune-warmup {settings['prune_warmup']!r}: expected a fraction of the budget in [0, 1)")
+    if settings["trial_seconds"] < 0:
+        raise ConfigError(f"--sweep.trial-seconds {settings['trial_seconds']!r}: expected seconds >= 0 (0: no limit)")
+
+
+def shown_url(url):
+    """A storage URL fit to print: its password hidden."""
+    try:
+        return sqlalchemy.engine.make_url(url).render_as_string(hide_password=True)
+    except sqlalchemy.exc.ArgumentError:
+        return url
+
+
+def open_storage(url):
+    """Optuna's RDB storage on ``url``, or a ConfigError saying why it cannot be used."""
+    example = "sqlite:///path/study.db or postgresql://user:password@host:5432/database"
+    try:
+        parsed = sqlalchemy.engine.make_url(url)
+    except sqlalchemy.exc.ArgumentError:
+        raise ConfigError(f"--sweep.storage {url!r} is not a database URL: use {example}") from None
+    backend = parsed.get_backend_name()
+    if backend not in ("sqlite", "postgresql", "mysql"):
+        raise ConfigError(f"--sweep.storage {shown_url(url)}: {backend!r} is not a supported database: use {example}")
+    engine_kwargs = {"connect_args": {"connect_timeout": 10}} if backend == "postgresql" else {}
+    try:
+        for attempt in range(SCHEMA_ATTEMPTS):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # heartbeat_interval
+                    return optuna.storages.RDBStorage(
+                        url, engine_kwargs=engine_kwargs, heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS
+                    )
+            except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError):
+                # Workers started together on an empty database race to create Optuna's tables; the
+                # loser finds them made once the winner commits.
+                if attempt == SCHEMA_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.5 * (attempt + 1))
+    except ImportError as error:
+        reason = error.__cause__ or error
+        raise ConfigError(f"--sweep.storage {shown_url(url)} needs its database driver ({reason}): pip install 'psycopg[binary]'") from None
+    except sqlalchemy.exc.SQLAlchemyError as error:
+        reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
+        raise ConfigError(f"cannot open the study database {shown_url(url)}: {reason}. Is the server running and the URL right?") from None
+
+
+def make_sampler(settings, seed):
+    if settings["sampler"] == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if settings["sampler"] == "nsga2":
+        return optuna.samplers.NSGAIISampler(population_size=max(2, settings["startup_trials"]), seed=seed)
+    return optuna.samplers.TPESampler(n_startup_trials=settings["startup_trials"], seed=seed)
+
+
+def make_pruner(settings):
+    warmup_points = math.ceil(settings["prune_warmup"] * settings["report_points"])
+    if settings["pruner"] == "median":
+        return optuna.pruners.MedianPruner(n_startup_trials=settings["prune_startup"], n_warmup_steps=warmup_points)
+    if settings["pruner"] == "successive_halving":
+        return optuna.pruners.SuccessiveHalvingPruner(min_resource=max(1, warmup_points))
+    return optuna.pruners.NopPruner()
+
+
+def counted_trials(study):
+    """Trials that use up the budget: finished ones (an interrupted trial does not count) and
+    those other workers are running now."""
+    count = 0
+    for trial in study.get_trials(deepcopy=False):
+        if trial.state == TrialState.FAIL and trial.user_attrs.get("interrupted"):
+            continue
+        count += trial.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.RUNNING)
+    return count
+
+
+def solve_target(config, env):
+    base = config["base"]
+    if base["solve_score"] == "auto":
+        return getattr(getattr(env, "driver_env", env), "optimal_score", None)
+    return base["solve_score"]
+
+
+class RecentMean:
+    """The mean of a metric over the newest ``episodes`` episodes or a few more (whole epochs)."""
+
+    def __init__(self, episodes):
+        self.episodes = episodes
+        self.recent = deque()
+
+    def add(self, count, value):
+        self.recent.append((count, value))
+        while len(self.recent) > 1 and sum(n for n, _ in self.recent) - self.recent[0][0] >= self.episodes:
+            self.recent.popleft()
+
+    def ready(self):
+        """Enough episodes: the first epochs, where only the quickest episodes have ended, do not count."""
+        return sum(n for n, _ in self.recent) >= self.episodes
+
+    def value(self):
+        return sum(n * v for n, v in self.recent) / sum(n for n, _ in self.recent)
+
+
+def train_trial(config, run_dir, settings, on_progress):
+    """Trains one trial's config as a normal run in ``run_dir``; returns [(steps, seconds, score)]
+    per epoch. ``on_progress(fraction of budget, (steps, seconds, score))`` is called each epoch and may raise
+    ``optuna.TrialPruned``; the checkpoint is written either way."""
+    env_name = config["base"]["env_name"]
+    with open(run_dir / "config.json", "w") as f:
+        json.dump(config, f, indent=2)
+    metric, base = settings["metric"], config["base"]
+    vecenv = make_vecenv(env_name, config)
+    try:
+        trainer = PuffeRL(config, vecenv, make_policy(vecenv, config))
+    except BaseException:
+        vecenv.close()
+        raise
+    target = solve_target(config, vecenv)
+    score = RecentMean(base["solve_episodes"])
+    history = []
+    metrics = MetricsLog(run_dir, config)
+    try:
+        pruned = None
+        try:
+            while trainer.epoch < trainer.total_epochs:
+                epoch_start, step_start = time.time(), trainer.global_step
+                trainer.collect()
+                trainer.train()
+                metrics.log(epoch_metrics(trainer, (trainer.global_step - step_start) / max(time.time() - epoch_start, 1e-9)))
+                diverged = [k for k, v in trainer.losses.items() if k != "explained_variance" and not math.isfinite(v)]
+                if diverged:
+                    raise TrialFailed(f"{', '.join(diverged)} not finite at step {trainer.global_step}")
+                stats = trainer.episode_stats
+                if stats and metric not in stats:
+                    raise MetricMissing(f"--sweep.metric {metric!r}: {env_name}'s episodes report {', '.join(k for k in stats if k != 'episodes')}")
+                if metric in stats:
+                    if not math.isfinite(stats[metric]):
+                        raise TrialFailed(f"{metric} is {stats[metric]} at step {trainer.global_step}")
+                    score.add(stats["episodes"], stats[metric])
+                    if score.ready():
+                        history.append((trainer.global_step, trainer.seconds(), score.value()))
+                solved = trainer.check_solved(base["solve_metric"], target, base["solve_tolerance"], base["solve_episodes"])
+                out_of_time = settings["trial_seconds"] and trainer.seconds() >= settings["trial_seconds"]
+                progress = trainer.epoch / trainer.total_epochs
+                if settings["trial_seconds"]:
+                    progress = max(progress, trainer.seconds() / settings["trial_seconds"])
+                if history:
+                    on_progress(min(progress, 1.0), history[-1])
+                if out_of_time or (solved and base["stop_on_solve"]):
+                    break
+        except optuna.TrialPruned as error:
+            pruned = error
+        save_atomic(trainer.state_dict(), run_dir / CHECKPOINT_NAME)
+        if pruned:
+            raise pruned
+    finally:
+        metrics.close()
+        trainer.close()
+    if not history:
+        raise TrialFailed(
+            f"fewer than {base['solve_episodes']} episodes ended within {trainer.global_step} steps: "
+            f"raise --sweep.trial-steps or lower --base.solve-episodes"
+        )
+    return history
+
+
+def score_and_cost(history, direction, cost):
+    """The final score, and the steps or seconds at which the trial first reached it."""
+    final = history[-1][2]
+    reached = next(h for h in history if (h[2] >= final if direction == "maximize" else h[2] <= final))
+    return final, float(reached[0] if cost == "steps" else reached[1])
+
+
+def trial_config(config, params, settings):
+    config = copy.deepcopy(config)
+    for key, value in params.items():
+        section, _, name = key.partition(".")
+        config[section][name] = value
+    if settings["trial_steps"]:
+        config["train"]["total_timesteps"] = settings["trial_steps"]
+    return config
+
+
+def describe(params):
+    return ", ".join(f"{key.split('.')[-1]} {value:.3g}" if isinstance(value, float) else f"{key.split('.')[-1]} {value}" for key, value in params.items())
+
+
+def unit(cost):
+    return "s" if cost == "seconds" else "steps"
+
+
+class Objective:
+    """Runs one trial for ``study.optimize``: samples, trains, feeds the pruning twin."""
+
+    def __init__(self, config, space, sweep_dir, pruning_study):
+        self.config, self.space, self.sweep_dir, self.pruning_study = config, space, sweep_dir, pruning_study
+        self.settings = config["sweep"]
+        self.worker = f"{socket.gethostname()}:{os.getpid()}"
+
+    def __call__(self, trial):
+        settings = self.settings
+        params = {key: distribution.suggest(trial, key) for key, distribution in self.space.items()}
+        run_dir = self.sweep_dir / f"trial_{trial.number:04d}"
+        run_dir.mkdir(parents=True)  # exist_ok=False: a trial number is never run twice
+        trial.set_user_attr("run_dir", str(run_dir.resolve()))
+        trial.set_user_attr("worker", self.worker)
+        print(f"trial {trial.number}: {describe(params)}", flush=True)
+        with warnings.catch_warnings():
+            # The twin has no heartbeat of its own: a dead worker's trial is failed through the main study.
+            warnings.filterwarnings("ignore", message="Heartbeat of storage")
+            twin = self.pruning_study.ask()
+        twin.set_user_attr("trial", trial.number)
+        reported, latest = [-1], {}
+
+        def on_progress(progress, entry):
+            steps, seconds, score = entry
+            latest.update(score=score, cost=float(steps if settings["cost"] == "steps" else seconds))
+            point = int(progress * settings["report_points"])
+            for step in range(reported[0] + 1, point + 1):
+                twin.report(score, step)
+            reported[0] = max(reported[0], point)
+            if twin.should_prune():
+                raise optuna.TrialPruned(f"{settings['metric']} {score:.4g} at {progress:.0%} of its budget")
+
+        try:
+            history = train_trial(trial_config(self.config, params, settings), run_dir, settings, on_progress)
+        except optuna.TrialPruned as pruned:
+            for key, value in latest.items():  # where it stood, for the plot
+                trial.set_user_attr(key, value)
+            self.pruning_study.tell(twin, state=TrialState.PRUNED)
+            print(f"trial {trial.number}: pruned: {pruned}", flush=True)
+            raise
+        except KeyboardInterrupt:
+            trial.set_user_attr("interrupted", True)
+            self.pruning_study.tell(twin, state=TrialState.FAIL)
+            raise
+        except MetricMissing:
+            self.pruning_study.tell(twin, state=TrialState.FAIL)
+            raise
+        except Exception as error:
+            self.pruning_study.tell(twin, state=TrialState.FAIL)
+            message = f"{type(error).__name__}: {error}"
+            trial.set_user_attr("error", message)
+            print(f"trial {trial.number}: failed: {message}", flush=True)
+            raise TrialFailed(message) from error
+        score, cost = score_and_cost(history, settings["direction"], settings["cost"])
+        trial.set_user_attr("score", score)
+        trial.set_user_attr("cost", cost)
+        self.pruning_study.tell(twin, score)
+        print(f"trial {trial.number}: {settings['metric']} {score:.4g} after {cost:.4g} {unit(settings['cost'])}", flush=True)
+        return score, cost
+
+
+def latest_sweep_dir(data_dir, env_name):
+    found = [p.parent for p in Path(data_dir).glob(f"{env_name}_sweep_*/config.json")]
+    if not found:
+        raise ConfigError(f"No sweep of {env_name} under {data_dir}/ to resume: start one with puffer sweep {env_name}")
+    return max(found, key=lambda p: (p / "config.json").stat().st_mtime)
+
+
+def write_atomic(path, text):
+    """Writes beside ``path`` and renames over it: a reader never sees half a file."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(temporary, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+    finally:
+        if temporary.exists():
+            temporary.unlink()
+
+
+def ini_value(value):
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def best_config_text(env_name, trial, settings, study_name):
+    """The best trial's searched keys as an .ini that ``puffer train ENV --config FILE`` overlays."""
+    sections = {}
+    for key, value in trial.params.items():
+        section, _, name = key.partition(".")
+        sections.setdefault(section, {})[name] = value
+    if settings["trial_steps"]:
+        sections.setdefault("train", {})["total_timesteps"] = settings["trial_steps"]
+    lines = [
+        f"# puffer sweep {env_name}, study {study_name}: trial {trial.number}, {settings['metric']} {trial.values[0]:.4g} "
+        f"after {trial.values[1]:.4g} {unit(settings['cost'])}",
+        f"# Run: {trial.user_attrs.get('run_dir')}",
+        f"# Train with: puffer train {env_name} --config FILE",
+    ]
+    for section, values in sections.items():
+        lines += ["", f"[{section}]"] + [f"{name} = {ini_value(value)}" for name, value in values.items()]
+    return "\n".join(lines) + "\n"
+
+
+def plot_front(study, settings, path, title):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    trials = study.get_trials(deepcopy=False)
+    front = sorted(study.best_trials, key=lambda t: t.values[1])
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    done = [t for t in trials if t.state == TrialState.COMPLETE]
+    pruned = [t for t in trials if t.state == TrialState.PRUNED and "score" in t.user_attrs]
+    axes.scatter([t.values[1] for t in done], [t.values[0] for t in done], color="tab:blue", alpha=0.6, label="trial")
+    if pruned:
+        # A pruned trial's cost is what it had spent when stopped.
+        axes.scatter([t.user_attrs["cost"] for t in pruned], [t.user_attrs["score"] for t in pruned],
+                     color="tab:gray", marker="x", label="pruned")
+    if front:
+        axes.step([t.values[1] for t in front], [t.values[0] for t in front], where="post", color="tab:red", alpha=0.5)
+        axes.scatter([t.values[1] for t in front], [t.values[0] for t in front], color="tab:red", s=60, zorder=3, label="Pareto front")
+        for t in front:
+            axes.annotate(str(t.number), (t.values[1], t.values[0]), textcoords="offset points", xytext=(4, 4), fontsize=8)
+    axes.set_xlabel(f"cost: {settings['cost']} to the score")
+    axes.set_ylabel(settings["metric"])
+    axes.set_title(title, fontsize=10)
+    axes.grid(alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def summarize(study, env_name, settings, sweep_dir):
+    """Prints the Pareto front (rich), draws it, and writes the best trial's config; returns the
+    best trial (None when no trial completed)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    trials = study.get_trials(deepcopy=False)
+    states = {state: sum(t.state == state for t in trials) for state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)}
+    counts = f"{states[TrialState.COMPLETE]} complete, {states[TrialState.PRUNED]} pruned, {states[TrialState.FAIL]} failed"
+    failed = [t for t in trials if t.state == TrialState.FAIL and "error" in t.user_attrs]
+    for t in failed:
+        print(f"trial {t.number} failed: {t.user_attrs['error']}")
+    front = sorted(study.best_trials, key=lambda t: t.values[1])
+    if not front:
+        print(f"No trial completed ({counts}); nothing to report.")
+        return None
+    sign = 1 if settings["direction"] == "maximize" else -1
+    best = max(front, key=lambda t: (sign * t.values[0], -t.values[1]))
+    table = Table(title=f"Pareto front of {env_name} ({study.study_name}): {len(trials)} trials, {counts}", title_justify="left")
+    table.add_column("trial", justify="right")
+    table.add_column(settings["metric"], justify="right")
+    table.add_column(f"cost ({unit(settings['cost'])})", justify="right")
+    keys = list(front[0].params)
+    for key in keys:
+        table.add_column(key.split(".")[-1], justify="right")
+    for t in front:
+        values = [f"{t.params[k]:.3g}" if isinstance(t.params[k], float) else str(t.params[k]) for k in keys]
+        style = "bold green" if t is best else None
+        table.add_row(str(t.number), f"{t.values[0]:.4g}", f"{t.values[1]:.4g}", *values, style=style)
+    Console(width=max(120, 16 * (len(keys) + 3))).print(table)
+    plot_path = sweep_dir / FRONT_PLOT
+    plot_front(study, settings, plot_path, f"{env_name}: {settings['metric']} against {settings['cost']} ({counts})")
+    best_path = sweep_dir / BEST_CONFIG
+    write_atomic(best_path, best_config_text(env_name, best, settings, study.study_name))
+    print(f"Best: trial {best.number}, {settings['metric']} {best.values[0]:.4g} after {best.values[1]:.4g} {unit(settings['cost'])}; "
+          f"run {best.user_attrs.get('run_dir')}")
+    print(f"Front: {plot_path}\nConfig: {best_path}\nTrain it: puffer train {env_name} --config {best_path}")
+    return best
+
+
+def sweep(env_name, config, flags=(), resume=None):
+    """Runs (or joins, or resumes) the sweep ``config`` describes; returns the study.
+
+    ``resume`` ('latest' or a sweep folder) continues a stopped sweep with its own settings and
+    ``flags`` applied on top (``--sweep.trials 32`` extends it)."""
+    if importlib.util.find_spec("matplotlib") is None:
+        raise ConfigError("puffer sweep draws its Pareto front with matplotlib: pip install 'pufferlib[sweep]'")
+    data_dir = config["train"]["data_dir"]
+    if resume:
+        sweep_dir = latest_sweep_dir(data_dir, env_name) if resume == "latest" else Path(resume)
+        if not (sweep_dir / "config.json").is_file():
+            raise ConfigError(f"--resume {resume}: {sweep_dir} is not a sweep folder (no config.json)")
+        saved = json.loads((sweep_dir / "config.json").read_text())
+        storage_given = any(flag.split("=")[0] == "--sweep.storage" for flag in flags)
+        if "***" in str(saved["sweep"]["storage"]) and not storage_given:
+            raise ConfigError(f"{sweep_dir} was swept on {saved['sweep']['storage']}: give --sweep.storage again (its password is not saved)")
+        config = apply_flags(saved, list(flags))
+    settings = config["sweep"]
+    check_settings(settings)
+    space = search_space(config)
+    study_name = env_name if settings["study"] == "auto" else str(settings["study"])
+
+    if not resume:
+        sweep_dir = new_run_dir(data_dir, f"{env_name}_sweep")
+    try:
+        study, pruning_study, url = open_study(config, space, sweep_dir, study_name, resume)
+    except ConfigError:
+        if not resume:
+            shutil.rmtree(sweep_dir)  # made just now: bad input leaves nothing behind
+        raise
+    print(f"Sweep of {env_name}: {len(space)} keys, {settings['trials']} trials in study {study_name!r} at {shown_url(url)}; folder {sweep_dir}")
+    for key, distribution in space.items():
+        print(f"  {key} = {distribution}")
+
+    def stop_when_done(study, trial):
+        if counted_trials(study) >= settings["trials"]:
+            study.stop()
+
+    try:
+        if counted_trials(study) < settings["trials"]:
+            study.optimize(Objective(config, space, sweep_dir, pruning_study), callbacks=[stop_when_done],
+                           catch=(TrialFailed,), gc_after_trial=True)
+        else:
+            print(f"Study {study_name!r} already holds {settings['trials']} trials: raise --sweep.trials to run more.")
+    except KeyboardInterrupt:
+        print(f"\nStopped: the interrupted trial is recorded as such and does not count.\nContinue with: puffer sweep {env_name} --resume {sweep_dir}")
+    summarize(study, env_name, settings, sweep_dir)
+    return study
+
+
+def open_study(config, space, sweep_dir, study_name, resume):
+    """The main study and its pruning twin, created or joined; a ConfigError, before anything is
+    written to the study, when the storage cannot be used or holds a different sweep by that name."""
+    settings = config["sweep"]
+    url = f"sqlite:///{(sweep_dir / STUDY_FILE).resolve()}" if settings["storage"] == "auto" else str(settings["storage"])
+    storage = open_storage(url)
+    saved_config = copy.deepcopy(config)
+    saved_config["sweep"]["storage"] = shown_url(url) if settings["storage"] != "auto" else "auto"
+    definition = {key: settings[key] for key in STUDY_DEFINITION} | {"space": {k: str(d) for k, d in space.items()}}
+    try:
+        existing = optuna.load_study(study_name=study_name, storage=storage)
+    except KeyError:
+        existing = None
+    if existing is not None and existing.user_attrs.get("definition", definition) != definition:
+        raise ConfigError(
+            f"study {study_name!r} in {shown_url(url)} searches something else ({existing.user_attrs['definition']}); "
+            f"give another --sweep.study, or the same [sweep] settings to join it"
+        )
+    if resume and existing is None:
+        raise ConfigError(f"--resume: no study {study_name!r} in {shown_url(url)}")
+    if not resume:
+        write_atomic(sweep_dir / "config.json", json.dumps(saved_config, indent=2))
+
+    # One worker on its own SQLite file is reproducible from the seed; workers sharing a study
+    # draw their own seeds, or the first trials of each would repeat one another.
+    seed = config["base"]["seed"] + (len(existing.trials) if existing else 0)
+    if settings["storage"] != "auto":
+        seed = random.SystemRandom().randrange(2**31)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(
+        study_name=study_name, storage=storage, load_if_exists=True,
+        directions=[settings["direction"], "minimize"], sampler=make_sampler(settings, seed),
+    )
+    study.set_user_attr("definition", definition)
+    pruning_study = optuna.create_study(
+        study_name=f"{study_name}.pruning", storage=storage, load_if_exists=True,
+        direction=settings["direction"], sampler=optuna.samplers.RandomSampler(seed=seed), pruner=make_pruner(settings),
+    )
+    return study, pruning_study, url

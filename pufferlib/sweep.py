@@ -38,8 +38,9 @@ from pufferlib.assemble import make_policy, make_vecenv
 from pufferlib.checkpoint import CHECKPOINT_NAME, new_run_dir, save_atomic
 from pufferlib.config import ConfigError, apply_flags
 from pufferlib.dashboard import MetricsLog, epoch_metrics
+from pufferlib.evaluate import SolveCheck
 from pufferlib.exceptions import did_you_mean
-from pufferlib.pufferl import PuffeRL
+from pufferlib.pufferl import NonFiniteError, PuffeRL
 
 STUDY_FILE = "study.db"
 BEST_CONFIG = "best.ini"
@@ -275,6 +276,9 @@ def train_trial(config, run_dir, settings, on_progress):
         raise
     target = solve_target(config, vecenv)
     score = RecentMean(base["solve_episodes"])
+    # A trial's cost ends where its training episodes first reach the target (fresh-episode
+    # confirmation would cost each trial more than it tells the search).
+    solve_check = SolveCheck(base["solve_metric"], target, base["solve_tolerance"], base["solve_episodes"])
     history = []
     metrics = MetricsLog(run_dir, config)
     try:
@@ -283,7 +287,10 @@ def train_trial(config, run_dir, settings, on_progress):
             while trainer.epoch < trainer.total_epochs:
                 epoch_start, step_start = time.time(), trainer.global_step
                 trainer.collect()
-                trainer.train()
+                try:
+                    trainer.train()
+                except NonFiniteError as error:
+                    raise TrialFailed(str(error)) from None
                 metrics.log(epoch_metrics(trainer, (trainer.global_step - step_start) / max(time.time() - epoch_start, 1e-9)))
                 diverged = [k for k, v in trainer.losses.items() if k != "explained_variance" and not math.isfinite(v)]
                 if diverged:
@@ -297,7 +304,7 @@ def train_trial(config, run_dir, settings, on_progress):
                     score.add(stats["episodes"], stats[metric])
                     if score.ready():
                         history.append((trainer.global_step, trainer.seconds(), score.value()))
-                solved = trainer.check_solved(base["solve_metric"], target, base["solve_tolerance"], base["solve_episodes"])
+                solved = solve_check.candidate(stats)
                 out_of_time = settings["trial_seconds"] and trainer.seconds() >= settings["trial_seconds"]
                 progress = trainer.epoch / trainer.total_epochs
                 if settings["trial_seconds"]:

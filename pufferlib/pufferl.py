@@ -305,8 +305,11 @@ class PuffeRL:
         self.vecenv = vecenv
         # An env with device hooks lives on the GPU: the rollout then never leaves the device.
         self.env_on_device = hasattr(vecenv, "gpu_step")
-        if self.env_on_device and torch.device(vecenv.device) != torch.device(self.device):
-            raise ConfigError(f"the env runs on {vecenv.device} and the trainer on {self.device}: use --train.device {vecenv.device}")
+        if self.env_on_device:
+            env_device, mine = torch.device(vecenv.device), torch.device(self.device)
+            if env_device.type != mine.type or mine.index not in (None, env_device.index):
+                raise ConfigError(f"the env runs on {env_device} and the trainer on {mine}: use --train.device {env_device}")
+            self.device = str(env_device)
         self.policy = policy.to(self.device)
         self.num_agents = vecenv.num_agents
         self.agent_ids = np.arange(self.num_agents)

@@ -48,7 +48,7 @@ def test_rollout_issues_no_host_synchronization(gpu_env_built, monkeypatch):
     trainer.close()
 
 
-@pytest.mark.parametrize("flags", [[], ["--base.rnn", "mingru"]])
+@pytest.mark.parametrize("flags", [[], ["--base.rnn", "mingru", "--rnn.hidden-size", "256"]])
 def test_gpu_env_rollout_equals_the_host_env_rollout(gpu_env_built, flags):
     """Same seeds, same policy, same device: the GPU env's batch is the C env's, bit for bit."""
     host = make_trainer(craftax_config(*flags))

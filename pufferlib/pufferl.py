@@ -30,7 +30,7 @@ from pufferlib.checkpoint import CHECKPOINT_FORMAT, architecture, check_architec
 from pufferlib.config import ConfigError
 from pufferlib.distributed import World
 from pufferlib.environment import mean_infos
-from pufferlib.pytorch import clear_finished, linear_scan, sample_logits, torch_dtype
+from pufferlib.pytorch import CombinedOptimizer, clear_finished, linear_scan, sample_logits, torch_dtype
 
 # The advantage kernel -------------------------------------------------------------------------
 
@@ -122,32 +122,6 @@ def ppo_loss(policy, obs, state, resets, actions, old_logprobs, old_values, adva
 
 
 # The optimizer -------------------------------------------------------------------------------
-
-
-class CombinedOptimizer:
-    """Muon for weight matrices and Adam for the rest, stepped as one optimizer."""
-
-    def __init__(self, optimizers):
-        self.optimizers = optimizers
-
-    @property
-    def param_groups(self):
-        return [group for optimizer in self.optimizers for group in optimizer.param_groups]
-
-    def zero_grad(self, set_to_none=True):
-        for optimizer in self.optimizers:
-            optimizer.zero_grad(set_to_none=set_to_none)
-
-    def step(self):
-        for optimizer in self.optimizers:
-            optimizer.step()
-
-    def state_dict(self):
-        return {str(i): optimizer.state_dict() for i, optimizer in enumerate(self.optimizers)}
-
-    def load_state_dict(self, state):
-        for i, optimizer in enumerate(self.optimizers):
-            optimizer.load_state_dict(state[str(i)])
 
 
 def build_optimizer(policy, train):

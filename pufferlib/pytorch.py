@@ -159,3 +159,29 @@ def nativize_tensor(observation, native_dtype):
     if native_dtype.reinterpret:
         part = part.view(native_dtype.dtype)
     return part.reshape(*observation.shape[:-1], *native_dtype.shape)
+
+
+class CombinedOptimizer:
+    """Muon for weight matrices and Adam for the rest, stepped as one optimizer."""
+
+    def __init__(self, optimizers):
+        self.optimizers = optimizers
+
+    @property
+    def param_groups(self):
+        return [group for optimizer in self.optimizers for group in optimizer.param_groups]
+
+    def zero_grad(self, set_to_none=True):
+        for optimizer in self.optimizers:
+            optimizer.zero_grad(set_to_none=set_to_none)
+
+    def step(self):
+        for optimizer in self.optimizers:
+            optimizer.step()
+
+    def state_dict(self):
+        return {str(i): optimizer.state_dict() for i, optimizer in enumerate(self.optimizers)}
+
+    def load_state_dict(self, state):
+        for i, optimizer in enumerate(self.optimizers):
+            optimizer.load_state_dict(state[str(i)])

@@ -20,7 +20,6 @@ import contextlib
 import functools
 import math
 import time
-from collections import defaultdict
 
 import numpy as np
 import torch
@@ -30,7 +29,15 @@ from pufferlib.checkpoint import CHECKPOINT_FORMAT, architecture, check_architec
 from pufferlib.config import ConfigError
 from pufferlib.distributed import World
 from pufferlib.environment import mean_infos
-from pufferlib.pytorch import CombinedOptimizer, clear_finished, linear_scan, sample_logits, torch_dtype
+from pufferlib.pytorch import (
+    CombinedOptimizer,
+    capture_graph,
+    clear_finished,
+    linear_scan,
+    sample_logits,
+    side_stream,
+    torch_dtype,
+)
 
 # The advantage kernel -------------------------------------------------------------------------
 
@@ -130,9 +137,11 @@ def build_optimizer(policy, train):
     Adam: a 1 x n value head orthogonalized is just its normalized gradient, a fixed-size step.
     Muon's 'match_rms_adamw' scaling lets both share one learning rate."""
     named = [(name, p) for name, p in policy.named_parameters() if p.requires_grad]
-    # The fused CUDA kernel updates every parameter in one launch instead of several per tensor.
-    fused = all(p.is_cuda for _, p in named)
-    adam = dict(lr=train["learning_rate"], betas=(train["adam_beta1"], train["adam_beta2"]), eps=train["adam_eps"], fused=fused)
+    # The fused CUDA kernel updates every parameter in one launch instead of several per tensor;
+    # capturable keeps its step counts on the device, so the update can be a CUDA graph.
+    on_cuda = all(p.is_cuda for _, p in named)
+    adam = dict(lr=train["learning_rate"], betas=(train["adam_beta1"], train["adam_beta2"]), eps=train["adam_eps"],
+                fused=on_cuda, capturable=on_cuda)
     if train["optimizer"] == "adam":
         return torch.optim.Adam([p for _, p in named], **adam)
     if train["optimizer"] != "muon":
@@ -252,6 +261,14 @@ class SegmentBuffer:
                 self.start_state[k][rows] = s
         self._write((rows, col), obs, dones, truncations, actions, logprobs, values, rewards)
 
+    def write_at(self, rows, col, first_column, obs, dones, truncations, actions, logprobs, values, rewards, state):
+        """Writes one step of every agent at ``rows`` (device tensor, one per agent) and column
+        ``col`` (device tensor of one), as ``write_rows`` does, without the host knowing either."""
+        if first_column:
+            for k, s in enumerate(state):
+                self.start_state[k][rows] = s
+        self._write((rows, col), obs, dones, truncations, actions, logprobs, values, rewards)
+
     def _write(self, where, obs, dones, truncations, actions, logprobs, values, rewards):
         self.observations[where] = obs
         self.actions[where] = actions.to(self.actions.dtype)
@@ -268,6 +285,8 @@ class SegmentBuffer:
 class PuffeRL:
     """PPO on a vectorized env (``pufferlib.vector``'s async surface). ``collect()`` fills the
     batch, ``train()`` learns from it."""
+
+    GRAPH_WARMUP = 3  # eager minibatches before the update's CUDA graph is captured
 
     def __init__(self, config, vecenv, policy, world=None):
         self.config = config
@@ -323,6 +342,12 @@ class PuffeRL:
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(self.seed + self.world.rank)
         self.optimizer = build_optimizer(self.policy, train)
+        # What the update reads on the device, so that one CUDA graph serves every epoch.
+        self.lr_scale = torch.ones((), device=self.device)  # the schedule's rate over the base rate
+        self.beta = torch.zeros((), device=self.device)  # the replay's importance-weight exponent
+        self.totals = {}  # each loss statistic summed over the epoch's minibatches
+        self.epoch_start_weights = [p.detach().clone() for p in self.policy.parameters()]
+        self.step_start_weights = [p.detach().clone() for p in self.policy.parameters()]
 
         # GPU-only speedups. CUDA graphs (torch.compile's 'reduce-overhead') remove the kernel launch
         # cost of the small per-step inference; bf16 autocast halves the training math.
@@ -344,8 +369,18 @@ class PuffeRL:
         if use_compile:
             self.minibatch_loss = torch.compile(self.minibatch_loss, dynamic=False)
             self.advantage_kernel = torch.compile(compute_advantages, dynamic=False)
-        if use_graphs or use_compile:
-            self.forward_eval = torch.compile(self.policy.forward_eval, mode="reduce-overhead" if use_graphs else "default", dynamic=False)
+        # With a device-hook env the whole step is one graph of our own (policy, buffer, env), so
+        # the compiled policy must not make graphs of its own inside it.
+        self.graph_rollout = use_graphs and self.env_on_device
+        if use_compile or (use_graphs and not self.env_on_device):
+            mode = "reduce-overhead" if use_graphs and not self.env_on_device else "default"
+            self.forward_eval = torch.compile(self.policy.forward_eval, mode=mode, dynamic=False)
+        self.rollout_graphs = None  # {first column of a segment?: graph} once captured
+        self.rollout_step = torch.zeros((), dtype=torch.int64, device=self.device)
+        self.agent_rows = torch.arange(self.num_agents, device=self.device)
+        # Gradients are averaged across ranks outside the graph's reach.
+        self.graph_update = use_graphs and self.world.size == 1
+        self.update_graph = None
 
         self.global_step = 0
         self.epoch = 0
@@ -429,66 +464,71 @@ class PuffeRL:
     def collect_on_device(self):
         """The rollout of an env with device hooks: agent i fills row i (and i + N, ...) column by
         column; actions go from the policy to the env as they are, and no step copies to the host
-        or waits for the device. The episode logs are fetched once, at the end."""
+        or waits for the device. On a GPU each step replays a CUDA graph of the policy, the buffer
+        write and the env step. The episode logs are fetched once, at the end."""
         start = time.time()
-        env, buffer, agents = self.vecenv, self.buffer, self.num_agents
-        for first_row in range(0, self.segments, agents):
-            for col in range(self.horizon):
-                if self.stop_requested and self.world.size == 1:
-                    return False
-                dones = env.terminals | env.truncations
-                action, logprob, value, state = self.act(env.observations, dones)
-                buffer.write_rows(
-                    first_row, col, env.observations, dones, env.truncations, action, logprob, value, env.rewards, state
-                )
-                env.gpu_step(action)
+        self.rollout_step.zero_()
+        for step in range(self.segments // self.num_agents * self.horizon):
+            if self.stop_requested and self.world.size == 1:
+                return False
+            first_column = step % self.horizon == 0
+            if self.rollout_graphs:
+                self.rollout_graphs[first_column].replay()
+            elif not self.graph_rollout:
+                self.device_step(first_column)
+            else:
+                with side_stream(self.device):  # warm-up: compilation and lazy state, then capture
+                    self.device_step(first_column)
+                if step + 1 == self.GRAPH_WARMUP:
+                    self.rollout_graphs = {
+                        first: capture_graph(functools.partial(self.device_step, first), self.generator)[0]
+                        for first in (True, False)
+                    }
         self.global_step += self.batch_size * self.world.size
-        logs = env.gpu_sync_logs()
+        logs = self.vecenv.gpu_sync_logs()
         self.episode_stats = self.world.merge_stats(mean_infos([logs] if logs else []))
         self.env_stats = self.episode_stats or self.env_stats
         self.timings["rollout"] = time.time() - start
         return True
 
+    def device_step(self, first_column):
+        """Step t of the batch (``rollout_step``, on the device) for every agent of a device-hook
+        env: act, store agent i's step at row (t // horizon) * agents + i, column t % horizon, and
+        step the env. Device work only, so a CUDA graph can replay it."""
+        env = self.vecenv
+        dones = env.terminals | env.truncations
+        action, logprob, value, state = self.act(env.observations, dones)
+        rows = torch.div(self.rollout_step, self.horizon, rounding_mode="floor") * self.num_agents + self.agent_rows
+        column = (self.rollout_step % self.horizon).reshape(1)  # a 0-d index would be read on the host
+        self.buffer.write_at(rows, column, first_column,
+                             env.observations, dones, env.truncations, action, logprob, value, env.rewards, state)
+        env.gpu_step(action)
+        self.rollout_step.add_(1)
+
     def train(self):
-        """One PPO update over the batch: prioritized minibatches of segments, clipped losses."""
+        """One PPO update over the batch: prioritized minibatches of segments, clipped losses.
+
+        The minibatches only queue device work: nothing waits for the GPU until the epoch's
+        statistics are read at the end, which is also where a NaN or infinity is caught (the
+        weights then go back to where the epoch started)."""
         start = time.time()
         train, buffer = self.train_config, self.buffer
         progress = self.progress()
         lr = cosine_lr(train["learning_rate"], progress) if train["anneal_lr"] else train["learning_rate"]
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
-        beta = train["prio_beta0"] + (1.0 - train["prio_beta0"]) * progress
+        self.lr_scale.fill_(lr / train["learning_rate"] if train["learning_rate"] else 0.0)
+        self.beta.fill_(train["prio_beta0"] + (1.0 - train["prio_beta0"]) * progress)
         self.ratio.fill_(1.0)
-        totals = defaultdict(int)
+        for total in self.totals.values():
+            total.zero_()
+        weights = [p.detach() for p in self.policy.parameters()]
+        torch._foreach_copy_(self.epoch_start_weights, weights)
 
-        for _ in range(self.total_minibatches):
-            # Recomputed every minibatch: the ratios of replayed segments change as the policy does,
-            # and V-trace uses them to discount stale experience.
-            advantages = self.advantage_kernel(
-                buffer.values, buffer.rewards, buffer.dones, buffer.truncations, self.ratio,
-                train["gamma"], train["gae_lambda"], train["vtrace_rho_clip"], train["vtrace_c_clip"],
-            )
-            idx, weights = prioritized_sample(advantages, self.minibatch_segments, train["prio_alpha"], beta, self.generator)
-            with self.autocast():
-                loss, ratio, stats = self.minibatch_loss(
-                    buffer.observations[idx], tuple(s[idx] for s in buffer.start_state), buffer.dones[idx].bool(),
-                    buffer.actions[idx], buffer.logprobs[idx], buffer.values[idx], advantages[idx], weights,
-                )
-            self.ratio[idx] = ratio
+        advantages = self.run_minibatches()
 
-            self.optimizer.zero_grad()
-            loss.backward()
-            self.world.average_gradients(self.policy.parameters())
-            stats["grad_norm"] = torch.nn.utils.clip_grad_norm_(self.policy.parameters(), train["max_grad_norm"])
-            if not torch.isfinite(loss + stats["grad_norm"]):  # checked before the step: the weights stay finite
-                raise NonFiniteError(self.first_non_finite(advantages, stats))
-            self.optimizer.step()
-            # Summed on the device and read once per epoch: a .item() per minibatch would make
-            # the host wait for the GPU every time.
-            for key, value in stats.items():
-                totals[key] = totals[key] + value.detach().float()
-
-        self.losses = {key: value.item() / self.total_minibatches for key, value in totals.items()}
+        self.losses = {key: value.item() / self.total_minibatches for key, value in self.totals.items()}
+        if not all(math.isfinite(value) for value in self.losses.values()):
+            torch._foreach_copy_(weights, self.epoch_start_weights)
+            raise NonFiniteError(self.first_non_finite(advantages))
         values, returns = buffer.values[:, :-1], (advantages + buffer.values)[:, :-1]
         variance = returns.var().item()
         self.losses["explained_variance"] = float("nan") if variance == 0 else 1 - (returns - values).var().item() / variance
@@ -498,6 +538,62 @@ class PuffeRL:
         self.epoch += 1
         self.timings["train"] = time.time() - start
 
+    def minibatch_update(self):
+        """One prioritized minibatch, device work only: returns the advantages it used."""
+        train, buffer = self.train_config, self.buffer
+        # Recomputed every minibatch: the ratios of replayed segments change as the policy does,
+        # and V-trace uses them to discount stale experience.
+        advantages = self.advantage_kernel(
+            buffer.values, buffer.rewards, buffer.dones, buffer.truncations, self.ratio,
+            train["gamma"], train["gae_lambda"], train["vtrace_rho_clip"], train["vtrace_c_clip"],
+        )
+        idx, weights = prioritized_sample(advantages, self.minibatch_segments, train["prio_alpha"], self.beta, self.generator)
+        with self.autocast():
+            loss, ratio, stats = self.minibatch_loss(
+                buffer.observations[idx], tuple(s[idx] for s in buffer.start_state), buffer.dones[idx].bool(),
+                buffer.actions[idx], buffer.logprobs[idx], buffer.values[idx], advantages[idx], weights,
+            )
+        self.ratio[idx] = ratio
+
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        parameters = list(self.policy.parameters())
+        self.world.average_gradients(parameters)
+        stats["grad_norm"] = torch.nn.utils.clip_grad_norm_(parameters, train["max_grad_norm"])
+        # The optimizer steps with the base learning rate, fixed in a CUDA graph; the schedule's
+        # rate scales the change it made. Exact for steps linear in the rate (Adam; Muon without
+        # weight decay), and the same replay serves every epoch.
+        with torch.no_grad():
+            torch._foreach_copy_(self.step_start_weights, parameters)
+            self.optimizer.step()
+            change = torch._foreach_sub(parameters, self.step_start_weights)
+            torch._foreach_mul_(change, self.lr_scale)
+            torch._foreach_add_(change, self.step_start_weights)
+            torch._foreach_copy_(parameters, change)
+        for key, value in stats.items():
+            self.totals.setdefault(key, torch.zeros((), device=self.device)).add_(value.detach().float())
+        return advantages
+
+    def run_minibatches(self):
+        """The epoch's minibatches: eagerly, or on a GPU as replays of one CUDA graph of the whole
+        minibatch (captured after a few eager ones have compiled it and created the optimizer's
+        state), which leaves the host nothing to do per minibatch but one launch."""
+        count = self.total_minibatches
+        if not self.graph_update or count <= self.GRAPH_WARMUP:
+            for _ in range(count):
+                advantages = self.minibatch_update()
+            return advantages
+        done = 0
+        if self.update_graph is None:
+            with side_stream(self.device):
+                for _ in range(self.GRAPH_WARMUP):
+                    self.minibatch_update()
+                    done += 1
+            self.update_graph, self.graph_advantages = capture_graph(self.minibatch_update, self.generator)
+        for _ in range(count - done):
+            self.update_graph.replay()
+        return self.graph_advantages
+
     # -- bookkeeping ---------------------------------------------------------------------------
 
     def progress(self):
@@ -505,14 +601,14 @@ class PuffeRL:
         epoch0, progress0 = self.schedule_anchor
         return progress0 + (1.0 - progress0) * (self.epoch - epoch0) / max(self.total_epochs - epoch0, 1)
 
-    def first_non_finite(self, advantages, stats):
+    def first_non_finite(self, advantages):
         """Names the first quantity of the update, in data-flow order, with a NaN or infinity."""
         buffer = self.buffer
         quantities = [("rewards", buffer.rewards), ("observations", buffer.observations), ("values", buffer.values),
-                      ("advantages", advantages), *stats.items()]
+                      ("advantages", advantages), *self.totals.items()]
         name = next((name for name, value in quantities if value.is_floating_point() and not torch.isfinite(value).all()), "loss")
-        return (f"non-finite {name} at step {self.global_step} (epoch {self.epoch}): training stopped before this "
-                f"update, so the weights and the last checkpoint are finite. Lower --train.learning-rate or check the env's {name}")
+        return (f"non-finite {name} at step {self.global_step} (epoch {self.epoch}): training stopped and the weights "
+                f"went back to the start of this update, so they and the last checkpoint are finite. Lower --train.learning-rate or check the env's {name}")
 
     def seconds(self):
         return self.elapsed + time.time() - self.start_time

@@ -1,5 +1,7 @@
 """PyTorch helpers shared by the models, the trainer and the emulation layer."""
 
+import contextlib
+
 import torch
 from torch import nn
 from torch.distributions import Normal
@@ -185,3 +187,32 @@ class CombinedOptimizer:
     def load_state_dict(self, state):
         for i, optimizer in enumerate(self.optimizers):
             optimizer.load_state_dict(state[str(i)])
+
+
+# CUDA graphs ----------------------------------------------------------------------------------
+# A graph replays the kernels one call of a function launched, at the same addresses, for one
+# launch from the host; the function must only queue device work (no host reads, no allocation
+# that outlives the call except its outputs).
+
+
+@contextlib.contextmanager
+def side_stream(device):
+    """Runs the block on a fresh stream ordered after and before the current one: how calls that
+    are about to be captured warm up (compilation, lazily created state) as CUDA's docs advise."""
+    current = torch.cuda.current_stream(device)
+    side = torch.cuda.Stream(device)
+    side.wait_stream(current)
+    with torch.cuda.stream(side):
+        yield
+    current.wait_stream(side)
+
+
+def capture_graph(function, generator):
+    """Captures one call of ``function`` (already warmed up) as a CUDA graph, without running it.
+    Returns (graph, what the captured call returned: its tensors are rewritten by each replay).
+    ``generator``'s random streams advance with every replay as they would eagerly."""
+    graph = torch.cuda.CUDAGraph()
+    graph.register_generator_state(generator)
+    with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+        outputs = function()
+    return graph, outputs

@@ -279,6 +279,66 @@ def test_gpu_path_learns_and_resumes(tmp_path, rnn):
     resumed.close()
 
 
+@pytest.mark.parametrize("optimizer", ["adam", "muon"])
+def test_scaling_a_steps_change_equals_stepping_with_the_scaled_rate(optimizer):
+    """The update steps with the base learning rate and scales the change by the schedule's rate
+    over it (so a CUDA graph of the step serves every epoch): the same as stepping at that rate."""
+    def trained(learning_rate, scale):
+        torch.manual_seed(0)
+        config = config_for("puffer_squared", "--train.optimizer", optimizer, "--train.learning-rate", str(learning_rate),
+                            "--policy.num-layers", "2")
+        trainer = make_trainer(config)
+        trainer.lr_scale.fill_(scale)
+        trainer.collect()
+        trainer.minibatch_update()
+        trainer.close()
+        return [p.detach() for p in trainer.policy.parameters()]
+
+    for scaled, direct in zip(trained(0.01, 0.25), trained(0.0025, 1.0)):
+        torch.testing.assert_close(scaled, direct, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_graphed_update_replays_the_eager_update():
+    """The whole minibatch (advantages, replay sampling, loss, backward, clipping, optimizer) as one
+    CUDA graph gives the eager update's weights, statistics and replay ratios from the same batch."""
+    flags = ["--train.device", "cuda", "--train.precision", "float32", "--train.compile", "false", "--base.rnn", "mingru",
+             "--vec.num-envs", "256", "--train.minibatch-size", "1024", "--train.optimizer", "muon"]
+    eager = make_trainer(config_for("puffer_squared", *flags, "--train.cudagraphs", "false"))
+    graphed = make_trainer(config_for("puffer_squared", *flags, "--train.cudagraphs", "true"))
+    assert graphed.total_minibatches > graphed.GRAPH_WARMUP + 1
+    for _ in range(3):  # the first epoch captures the graph, the next ones only replay it
+        eager.collect()
+        for name in ("observations", "actions", "logprobs", "rewards", "dones", "truncations", "values"):
+            getattr(graphed.buffer, name).copy_(getattr(eager.buffer, name))
+        for mine, theirs in zip(graphed.buffer.start_state, eager.buffer.start_state):
+            mine.copy_(theirs)
+        graphed.generator.set_state(eager.generator.get_state())  # the rollout drew from it
+        eager.train()
+        graphed.train()
+        assert graphed.update_graph is not None
+        torch.testing.assert_close(graphed.ratio, eager.ratio, rtol=1e-4, atol=1e-5)
+        for mine, theirs in zip(graphed.policy.parameters(), eager.policy.parameters()):
+            torch.testing.assert_close(mine, theirs, rtol=1e-4, atol=1e-5)
+        assert graphed.losses == pytest.approx(eager.losses, rel=1e-3, abs=1e-5)
+    eager.close()
+    graphed.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("env_name", ["puffer_squared", "puffer_memory"])
+def test_gpu_speedups_learn_as_fp32_eager_does(env_name):
+    """bf16 autocast, torch.compile and CUDA graphs solve what fp32 eager on the same GPU solves,
+    in the same epoch budget."""
+    plain = ["--train.precision", "float32", "--train.compile", "false", "--train.cudagraphs", "false"]
+    fast = ["--train.precision", "bfloat16", "--train.compile", "true", "--train.cudagraphs", "true"]
+    for flags in (plain, fast):
+        assert solves(config_for(env_name, "--train.device", "cuda", *flags), max_epochs=250), flags
+
+
 def test_seeded_runs_are_reproducible():
     results = []
     for _ in range(2):

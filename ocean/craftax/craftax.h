@@ -132,20 +132,29 @@ static void generate_reset_pool(GameState* pool, int first, int last, int pool_s
 }
 
 // Copies a reset pool world. On the device the lanes of a warp that reset together copy each
-// one's world in turn, side by side, so that a warp's loads and stores cover consecutive words
-// (one thread copying 148 KB alone would take a millisecond); GameState is whole 4-byte words.
+// one's world in turn, side by side, so that a warp's loads and stores cover consecutive 16-byte
+// vectors, with eight loads in flight per lane before their stores: one thread copying 148 KB
+// alone, or a warp waiting on each load in turn, holds up the whole reset kernel for milliseconds.
 CRAFTAX_FN void copy_game_state(GameState* dst, const GameState* src) {
 #ifdef __CUDA_ARCH__
-    CRAFTAX_STATIC_ASSERT(sizeof(GameState) % sizeof(uint32_t) == 0, "GameState is whole words");
-    const size_t words = sizeof(GameState) / sizeof(uint32_t);
+    CRAFTAX_STATIC_ASSERT(sizeof(GameState) % sizeof(uint4) == 0, "GameState is whole 16-byte vectors");
+    enum { VECTORS = sizeof(GameState) / sizeof(uint4), IN_FLIGHT = 8 };
     unsigned active = __activemask();
     unsigned lane = threadIdx.x % 32;
     unsigned rank = __popc(active & ((1u << lane) - 1u)), count = __popc(active);
     for (unsigned pending = active; pending != 0; pending &= pending - 1u) {
         int owner = __ffs(pending) - 1;
-        uint32_t* to = (uint32_t*)__shfl_sync(active, (unsigned long long)dst, owner);
-        const uint32_t* from = (const uint32_t*)__shfl_sync(active, (unsigned long long)src, owner);
-        for (size_t k = rank; k < words; k += count) to[k] = from[k];
+        uint4* to = (uint4*)__shfl_sync(active, (unsigned long long)dst, owner);
+        const uint4* from = (const uint4*)__shfl_sync(active, (unsigned long long)src, owner);
+        unsigned k = rank;
+        for (; k + (IN_FLIGHT - 1) * count < VECTORS; k += IN_FLIGHT * count) {
+            uint4 batch[IN_FLIGHT];
+#pragma unroll
+            for (int u = 0; u < IN_FLIGHT; u++) batch[u] = from[k + u * count];
+#pragma unroll
+            for (int u = 0; u < IN_FLIGHT; u++) to[k + u * count] = batch[u];
+        }
+        for (; k < VECTORS; k += count) to[k] = from[k];
     }
     __syncwarp(active);
 #else

@@ -36,7 +36,9 @@ class CraftaxCompact(Default):
         self.register_buffer("mob_bits", 1 << torch.arange(self.mob_types, dtype=torch.uint8), persistent=False)
 
     def expand(self, compact):
-        """[B, 996] uint8 -> [B, 8,268] float32, bit for bit the full observation."""
+        """[B, 996] uint8 -> [B, 8,268] float32, bit for bit the full observation. Under autocast it
+        is written in the autocast type instead, as the first layer would round it anyway: the
+        expansion is the largest write of the update, and this halves it."""
         batch = compact.shape[0]
         cells = compact[:, : self.view_cells * self.cell_bytes].reshape(batch, self.view_cells, self.cell_bytes)
         lit = cells[..., 7:8]
@@ -45,7 +47,9 @@ class CraftaxCompact(Default):
         mobs = (cells[..., 2:7].unsqueeze(-1) & self.mob_bits) != 0
         channels = torch.cat([blocks, items, mobs.reshape(batch, self.view_cells, -1), lit == 1], dim=-1)
         scalars = compact[:, self.view_cells * self.cell_bytes :].contiguous().view(torch.float32)
-        return torch.cat([channels.reshape(batch, -1).float(), scalars], dim=1)
+        device = compact.device.type
+        dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else torch.float32
+        return torch.cat([channels.reshape(batch, -1).to(dtype), scalars.to(dtype)], dim=1)
 
     def encode_observations(self, observations):
         return super().encode_observations(self.expand(observations.reshape(observations.shape[0], -1)))

@@ -74,4 +74,4 @@ typedef struct {
     uint8_t achievements[NUM_ACHIEVEMENTS];
     Key state_rng;
     int32_t timestep;
-} GameState;
+} __attribute__((aligned(16))) GameState;

@@ -313,11 +313,13 @@ class Playback:
             import imageio.v2 as imageio
         except ImportError:
             raise ConfigError("Saving RGB frames needs imageio: pip install imageio (and imageio-ffmpeg for .mp4)") from None
+        gif = str(output).lower().endswith(".gif")
+        timing = dict(duration=1000 / max(fps, 1)) if gif else dict(fps=max(fps, 1))  # GIFs time frames in ms
         try:
-            imageio.mimsave(output, self.frames, fps=max(fps, 1))
+            imageio.mimsave(output, self.frames, **timing)
         except ValueError as error:  # imageio's word for a format it has no backend for
             raise ConfigError(f"--eval.output {output}: {error}; save a .gif, or pip install imageio-ffmpeg for .mp4") from None
-        if str(output).lower().endswith(".gif"):
+        if gif:
             from PIL import Image  # imageio's GIF writer
 
             with Image.open(output) as image:
@@ -657,10 +659,10 @@ def main(argv=None):
             evaluate_policy(env_name, apply_flags(checkpoint["config"], flags), checkpoint)
         elif command == "sweep":
             try:
-                import pufferlib.sweep  # optuna is imported only when asked for
+                from pufferlib import sweep  # optuna is imported only when asked for
             except ModuleNotFoundError as error:
                 raise ConfigError(f"puffer sweep needs {error.name}: pip install 'pufferlib[sweep]'") from None
-            pufferlib.sweep.sweep(env_name, config, flags, resume=args.resume)
+            sweep.sweep(env_name, config, flags, resume=args.resume)
         else:
             bench(env_name, config)
         return 0

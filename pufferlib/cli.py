@@ -318,7 +318,8 @@ class Playback:
         try:
             imageio.mimsave(output, self.frames, **timing)
         except ValueError as error:  # imageio's word for a format it has no backend for
-            raise ConfigError(f"--eval.output {output}: {error}; save a .gif, or pip install imageio-ffmpeg for .mp4") from None
+            first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise ConfigError(f"--eval.output {output}: {first_line} Save a .gif, or pip install imageio-ffmpeg for .mp4") from None
         if gif:
             from PIL import Image  # imageio's GIF writer
 

@@ -166,6 +166,18 @@ def test_gif_frame_count_reported_is_the_files(tmp_path):
         assert stored == image.n_frames == 3  # repeated frames are stored once, shown for longer
 
 
+def test_a_video_format_without_its_backend_is_a_config_error(tmp_path):
+    import importlib.util
+
+    if importlib.util.find_spec("imageio_ffmpeg") or importlib.util.find_spec("av"):
+        pytest.skip("an MP4 backend is installed here")
+    playback = cli.Playback(fps=8)
+    playback.show(np.zeros((8, 8, 3), np.uint8), "")
+    with pytest.raises(cli.ConfigError, match=r"cartpole\.mp4: .*pip install imageio-ffmpeg") as error:
+        playback.save(tmp_path / "cartpole.mp4", fps=8)
+    assert "\n" not in str(error.value)
+
+
 # The dashboard, drawn by a real trainer after two epochs.
 
 

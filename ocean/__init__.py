@@ -9,7 +9,7 @@ policy of its own. The trainer reaches Ocean like any env family, through ``env_
 import importlib
 import os
 
-from pufferlib.exceptions import did_you_mean
+from pufferlib.exceptions import ParameterError, did_you_mean
 
 # The C vecenv's OpenMP threads sleep instead of spinning while they wait for work: spinning
 # threads starve the trainer and other processes when the cores are shared, and cost throughput
@@ -46,8 +46,8 @@ def env_creator(name, device="cpu"):
     the env's GPU version, which runs on that device."""
     key = name if name.startswith("puffer_") else f"puffer_{name}"
     if key not in ENV_MODULES:
-        hint = did_you_mean(key, ENV_MODULES)
-        raise ValueError(f"Unknown Ocean env {name!r}. Valid names: {', '.join(sorted(ENV_MODULES))}.{hint}")
+        hint = did_you_mean(key, ENV_MODULES, ignore_prefix="puffer_")
+        raise ParameterError(f"Unknown Ocean env {name!r}. Valid names: {', '.join(sorted(ENV_MODULES))}.{hint}")
     registry = ENV_MODULES
     if str(device) != "cpu":
         if key not in GPU_ENV_MODULES:

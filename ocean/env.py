@@ -1,32 +1,52 @@
 """OceanEnv: the Python face of a compiled Ocean game."""
 
+import inspect
 import numbers
 
 import gymnasium
 import numpy as np
 
 from pufferlib.environment import PufferEnv
-from pufferlib.exceptions import APIUsageError
+from pufferlib.exceptions import APIUsageError, ParameterError, check_keywords
+
+# Seeds are C uint64_t: env i of a batch seeded with s is seeded with s + i (mod 2**64).
+SEED_LIMIT = 2**64
 
 
 def check_int(env_name, name, value, minimum, maximum=None):
-    """Validates an integer parameter, raising ValueError that names the env and the fix."""
+    """Validates an integer parameter, raising ParameterError that names it, its value and range."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{env_name}: {name} must be an integer, got {value!r}")
+        raise ParameterError(f"{env_name}: {name} must be an integer, got {value!r}")
     if value < minimum or (maximum is not None and value > maximum):
         bounds = f">= {minimum}" if maximum is None else f"between {minimum} and {maximum}"
-        raise ValueError(f"{env_name}: {name} must be {bounds}, got {value}")
+        raise ParameterError(f"{env_name}: {name} must be {bounds}, got {value}")
     return int(value)
 
 
 def check_float(env_name, name, value, minimum, maximum, inclusive=True):
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{env_name}: {name} must be a number, got {value!r}")
+        raise ParameterError(f"{env_name}: {name} must be a number, got {value!r}")
     inside = minimum <= value <= maximum if inclusive else minimum < value < maximum
     if not inside:
         interval = f"[{minimum}, {maximum}]" if inclusive else f"({minimum}, {maximum})"
-        raise ValueError(f"{env_name}: {name} must lie in {interval}, got {value}")
+        raise ParameterError(f"{env_name}: {name} must lie in {interval}, got {value}")
     return float(value)
+
+
+def check_seed(env_name, seed):
+    """A reset seed: None (0) or an integer in [0, 2**64); floats are refused, not truncated."""
+    if seed is None:
+        return 0
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise ParameterError(f"{env_name}: seed must be an integer in [0, 2**64), got {seed!r}")
+    if not 0 <= seed < SEED_LIMIT:
+        raise ParameterError(f"{env_name}: seed must be an integer in [0, 2**64), got {seed}")
+    return int(seed)
+
+
+def keyword_names(function):
+    return [name for name, parameter in inspect.signature(function).parameters.items()
+            if parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY) and name != "self"]
 
 
 class OceanEnv(PufferEnv):
@@ -40,6 +60,14 @@ class OceanEnv(PufferEnv):
     name = "ocean"
     binding = None
     agents_per_env = 1
+    closed = False
+
+    def __new__(cls, *args, **kwargs):
+        # Keyword arguments are checked here, before a subclass's __init__ does any work (a reset
+        # pool can take seconds): a misspelled game parameter fails at once, with a suggestion.
+        valid = keyword_names(cls.__init__) + [name for name in keyword_names(OceanEnv.__init__) if name != "num_envs"]
+        check_keywords(f"{cls.__name__}()", kwargs, list(dict.fromkeys(valid)))
+        return super().__new__(cls)
 
     def __init__(self, num_envs=1, num_threads=1, log_interval=16, buf=None, **params):
         self.num_envs = check_int(self.name, "num_envs", num_envs, 1)
@@ -64,9 +92,9 @@ class OceanEnv(PufferEnv):
         self.ticks = 0
 
     def reset(self, seed=0):
-        if seed is None:
-            seed = 0
-        self.c_envs.reset(int(seed))
+        if self.closed:
+            raise APIUsageError(f"{self.name}: reset() after close(); build a new env")
+        self.c_envs.reset(check_seed(self.name, seed))
         self.started = True
         self.ticks = 0
         self.c_envs.log()
@@ -74,7 +102,8 @@ class OceanEnv(PufferEnv):
 
     def step(self, actions):
         if not self.started:
-            raise APIUsageError(f"{self.name}: call reset() before step()")
+            raise APIUsageError(f"{self.name}: step() after close(); build a new env" if self.closed
+                                else f"{self.name}: call reset() before step()")
         if actions is not self.actions:
             self._copy_actions(actions)
         finished = self.c_envs.step()
@@ -126,6 +155,8 @@ class OceanEnv(PufferEnv):
 
     def set_state(self, state):
         """Restores ``get_state``'s result into envs built with the same name, count and parameters."""
+        if self.closed:
+            raise APIUsageError(f"{self.name}: set_state() after close(); build a new env")
         mine = dict(name=self.name, params=self.params, num_envs=self.num_envs)
         theirs = {key: state.get(key) for key in mine}
         if theirs != mine:
@@ -139,8 +170,24 @@ class OceanEnv(PufferEnv):
 
     def render(self, index=0):
         """ANSI text of env ``index`` (a string; print it)."""
+        if not self.started:
+            raise APIUsageError(f"{self.name}: render() after close(); build a new env" if self.closed
+                                else f"{self.name}: call reset() before render(): there is no game to show yet")
         check_int(self.name, "render index", index, 0, self.num_envs - 1)
         return self.c_envs.render(index)
 
+    def keep_final_frames(self):
+        """From now on, remembers each env's frame just before an autoreset replaces its finished
+        episode (for viewers: the step that ends an episode returns the next one's first frame)."""
+        self.c_envs.keep_final_frames()
+
+    def final_frame(self, index=0):
+        """ANSI text of env ``index``'s last frame of its latest finished episode (after
+        ``keep_final_frames``; '' before an episode ended)."""
+        check_int(self.name, "final_frame index", index, 0, self.num_envs - 1)
+        return self.c_envs.final_frame(index)
+
     def close(self):
+        """Ends the envs: reset, step and render raise afterwards. Closing twice is harmless."""
         self.started = False
+        self.closed = True

@@ -55,6 +55,10 @@ typedef struct {
     int agents_per_env;
     int action_dims;
     int num_threads;
+    // NULL, or num_envs renders of final_frame_capacity bytes: each env's last frame before an
+    // autoreset replaced it (what a viewer shows as the end of an episode)
+    char* final_frames;
+    int final_frame_capacity;
 } VecEnv;
 
 static VecEnv* vec_create(int num_envs, int agents_per_env, int num_threads) {
@@ -68,6 +72,7 @@ static VecEnv* vec_create(int num_envs, int agents_per_env, int num_threads) {
 }
 
 static void vec_destroy(VecEnv* vec) {
+    free(vec->final_frames);
     free(vec->envs);
     free(vec->episodes);
     free(vec);
@@ -138,9 +143,23 @@ static inline int vec_step_env(VecEnv* vec, int i) {
         episode->episodes += 1.0f;
         episode->running_return = 0.0f;
         episode->running_length = 0.0f;
+        if (vec->final_frames) {
+            c_render(env, vec->final_frames + (long)i * vec->final_frame_capacity, vec->final_frame_capacity);
+        }
         c_reset(env);
     }
     return done;
+}
+
+// Keeps each env's final frame from now on (capacity bytes each, text NUL-terminated).
+static void vec_keep_final_frames(VecEnv* vec, int capacity) {
+    if (vec->final_frames) return;
+    vec->final_frames = (char*)calloc((size_t)vec->num_envs, (size_t)capacity);
+    vec->final_frame_capacity = capacity;
+}
+
+static char* vec_final_frame(VecEnv* vec, int index) {
+    return vec->final_frames + (long)index * vec->final_frame_capacity;
 }
 
 // Prepares and steps the envs of one batch; returns how many episodes ended.

@@ -21,6 +21,8 @@ cdef extern from "vecenv.h":
     void vec_save_state(VecEnv* vec, char* out)
     void vec_load_state(VecEnv* vec, const char* data)
     int c_render(Env* env, char* buf, int capacity)
+    void vec_keep_final_frames(VecEnv* vec, int capacity)
+    char* vec_final_frame(VecEnv* vec, int index)
 
 DEF RENDER_CAPACITY = 1 << 16
 
@@ -97,6 +99,13 @@ cdef class CVecEnv:
         cdef bytearray text = bytearray(RENDER_CAPACITY)
         cdef int length = c_render(&self.vec.envs[index], <char*>text, RENDER_CAPACITY)
         return text[:length].decode()
+
+    def keep_final_frames(self):
+        vec_keep_final_frames(self.vec, RENDER_CAPACITY)
+
+    def final_frame(self, int index):
+        """The render of env `index` just before its latest autoreset ('' before one)."""
+        return (<bytes>vec_final_frame(self.vec, index)).decode()
 
     def __dealloc__(self):
         if self.vec is not NULL:

@@ -5,6 +5,8 @@
 
 import argparse
 import json
+import re
+import shutil
 import signal
 import sys
 import threading
@@ -14,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+import pufferlib
 import pufferlib.models
 from pufferlib.assemble import make_policy, make_vecenv, resolve_device
 from pufferlib.checkpoint import (
@@ -30,19 +33,22 @@ from pufferlib.checkpoint import (
     write_atomic,
 )
 from pufferlib.config import (
+    DEFAULT_CONFIG,
     ConfigError,
     apply_config_file,
     apply_flags,
     canonical_env_name,
     env_config_files,
+    flag_descriptions,
+    format_flags,
     load_config,
-    print_flags,
+    read_ini,
 )
 from pufferlib.dashboard import Dashboard, MetricsLog, epoch_metrics, human
 from pufferlib.distributed import make_world
 from pufferlib.environment import mean_infos
 from pufferlib.evaluate import SolveCheck, score_policy
-from pufferlib.exceptions import APIUsageError, did_you_mean
+from pufferlib.exceptions import APIUsageError, ParameterError, did_you_mean
 from pufferlib.pufferl import NonFiniteError, PuffeRL
 from pufferlib.pytorch import clear_finished, sample_logits
 
@@ -93,18 +99,17 @@ def train_ranks(env_name, config, world, resume, load_model_path):
         run_dir = Path(checkpoint["path"]).parent
     else:
         run_dir = Path(world.decide(str(new_run_dir(train_config["data_dir"], env_name)) if main else None))
-    if main:
-        write_atomic(run_dir / "config.json", json.dumps(config, indent=2))
 
-    vecenv = make_vecenv(env_name, config)
-    policy = make_policy(vecenv, config)
-    trainer = PuffeRL(config, vecenv, policy, world)
-    if checkpoint:
-        trainer.load_checkpoint(checkpoint)
-    elif load_model_path:
-        weights = read_checkpoint(resolve_checkpoint(load_model_path, train_config["data_dir"], env_name))
-        check_architecture(weights, trainer.policy, trainer.vecenv)
-        load_weights(trainer.policy, weights)
+    def abandon():  # a run that never started leaves no folder behind
+        if main and not checkpoint:
+            shutil.rmtree(run_dir, ignore_errors=True)
+
+    try:
+        trainer = start_trainer(env_name, config, world, checkpoint, load_model_path, run_dir)
+    except BaseException:
+        abandon()
+        raise
+    vecenv, policy = trainer.vecenv, trainer.policy
 
     target = solve_target(config, vecenv)
     solve_check = SolveCheck(base["solve_metric"], target, base["solve_tolerance"], base["solve_episodes"])
@@ -132,7 +137,12 @@ def train_ranks(env_name, config, world, resume, load_model_path):
             best[0] = (value, trainer.global_step)
             save_atomic({**trainer.state_dict(), "best": best[0]}, best_path)
 
-    metrics = MetricsLog(run_dir, config, resume_epoch=trainer.epoch if checkpoint else None) if main else None
+    try:
+        metrics = MetricsLog(run_dir, config, resume_epoch=trainer.epoch if checkpoint else None) if main else None
+    except BaseException:
+        trainer.close()
+        abandon()
+        raise
     dashboard = Dashboard(trainer, run_dir, train_config["dashboard"] if main else "off", train_config["print_interval"])
     ranks = f" x {world.size} ranks" if world.size > 1 else ""
     dashboard.say(
@@ -210,6 +220,40 @@ def train_ranks(env_name, config, world, resume, load_model_path):
     return trainer
 
 
+class RunComplete(Exception):
+    """``--resume`` of a run that has already trained its ``total_timesteps``."""
+
+
+def start_trainer(env_name, config, world, checkpoint, load_model_path, run_dir):
+    """The trainer of a new run (from scratch or from saved weights) or of a resumed one."""
+    train_config = config["train"]
+    vecenv = make_vecenv(env_name, config)
+    try:
+        trainer = PuffeRL(config, vecenv, make_policy(vecenv, config), world)
+    except BaseException:
+        vecenv.close()
+        raise
+    try:
+        if checkpoint:
+            trainer.load_checkpoint(checkpoint)
+            if trainer.epoch >= trainer.total_epochs:
+                raise RunComplete(
+                    f"{run_dir} is complete: it trained {human(trainer.global_step)} of its "
+                    f"{human(train_config['total_timesteps'])} steps. To train it further, give it a larger budget: "
+                    f"puffer train {env_name} --resume {run_dir} --train.total-timesteps N"
+                )
+        elif load_model_path:
+            weights = read_checkpoint(resolve_checkpoint(load_model_path, train_config["data_dir"], env_name))
+            check_architecture(weights, trainer.policy, trainer.vecenv)
+            load_weights(trainer.policy, weights)
+    except BaseException:
+        trainer.close()
+        raise
+    if world.is_main:
+        write_atomic(run_dir / "config.json", json.dumps(config, indent=2))
+    return trainer
+
+
 def describe_value(value):
     return "none: no episode ended" if value is None else f"{value:.4f}"
 
@@ -240,10 +284,55 @@ def print_summary(env_name, config, trainer, target, best, run_dir):
     print(f"Checkpoint: {checkpoint_path}\nEval: puffer eval {env_name} --load-model-path latest\nPlot: puffer plot {run_dir}")
 
 
+ANSI_CODE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+class Playback:
+    """Shows an eval's frames: ANSI text redrawn in place on a terminal (plain text, one frame
+    after another, when stdout is a file or a pipe), RGB frames kept for a GIF or MP4."""
+
+    def __init__(self, fps):
+        self.terminal = sys.stdout.isatty()
+        self.delay = 1.0 / fps if fps > 0 and self.terminal else 0.0
+        self.frames = []
+
+    def show(self, frame, status):
+        if isinstance(frame, str):
+            if self.terminal:
+                sys.stdout.write("\033[H\033[2J" + frame + f"\n{status}\n")
+            else:
+                sys.stdout.write(ANSI_CODE.sub("", frame) + f"\n{status}\n\n")
+            sys.stdout.flush()
+            time.sleep(self.delay)
+        elif frame is not None:
+            self.frames.append(np.asarray(frame))
+
+    def save(self, output, fps):
+        """Writes the RGB frames to ``output``; returns how many frames the file holds."""
+        try:
+            import imageio.v2 as imageio
+        except ImportError:
+            raise ConfigError("Saving RGB frames needs imageio: pip install imageio (and imageio-ffmpeg for .mp4)") from None
+        gif = str(output).lower().endswith(".gif")
+        timing = dict(duration=1000 / max(fps, 1)) if gif else dict(fps=max(fps, 1))  # GIFs time frames in ms
+        try:
+            imageio.mimsave(output, self.frames, **timing)
+        except ValueError as error:  # imageio's word for a format it has no backend for
+            first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise ConfigError(f"--eval.output {output}: {first_line} Save a .gif, or pip install imageio-ffmpeg for .mp4") from None
+        if gif:
+            from PIL import Image  # imageio's GIF writer
+
+            with Image.open(output) as image:
+                return image.n_frames
+        return len(self.frames)
+
+
 def evaluate_policy(env_name, config, checkpoint):
-    """Runs a trained policy in one env and renders it: ANSI text in the terminal for Ocean envs,
-    a GIF or MP4 (imageio) for envs that render RGB frames. ``config`` is normally the run's own
-    (from the checkpoint) with the command's flags applied."""
+    """Runs a trained policy in one env and shows agent 0's episodes: ANSI text in the terminal for
+    Ocean envs (each episode to its final frame), a GIF or MP4 (imageio) for envs that render RGB
+    frames. ``config`` is normally the run's own (from the checkpoint) with the command's flags
+    applied."""
     eval_config = config["eval"]
     if checkpoint["env_name"] != env_name:
         raise CheckpointError(f"{checkpoint['path']} was trained on {checkpoint['env_name']}, not {env_name}")
@@ -255,17 +344,24 @@ def evaluate_policy(env_name, config, checkpoint):
     check_architecture(checkpoint, policy, env)
     load_weights(policy, checkpoint)
     policy.eval()
+    # The step that ends an episode returns the next one's first frame; an env that can keeps the
+    # final frame, so the episode is seen to its end.
+    driver = getattr(env, "driver_env", env)
+    final_frames = hasattr(driver, "keep_final_frames")
+    if final_frames:
+        driver.keep_final_frames()
 
     generator = torch.Generator(device=device)
     generator.manual_seed(config["base"]["seed"])
     env.async_reset(config["base"]["seed"])
     state = policy.initial_state(env.num_agents, device)
-    frames, returns, infos, steps = [], [], [], 0
+    playback = Playback(eval_config["fps"])
+    episodes = eval_config["episodes"]
+    returns, infos, steps = [], [], 0
     episode_return, episode_length = 0.0, 0
-    delay = 1.0 / eval_config["fps"] if eval_config["fps"] > 0 else 0.0
-    print(f"Evaluating {checkpoint['path']} on {env_name} ({pufferlib.models.describe(policy)})")
+    print(f"Evaluating {checkpoint['path']} on {env_name} ({pufferlib.models.describe(policy)}): {episodes} episodes of agent 0")
     try:
-        while len(returns) < eval_config["episodes"] and steps < eval_config["max_steps"]:
+        while steps < eval_config["max_steps"]:
             obs, rewards, terminals, truncations, step_infos, env_ids, masks = env.recv()
             infos.extend(step_infos if isinstance(step_infos, list) else [step_infos])
             if steps > 0:  # agent 0, the one rendered, is followed episode by episode
@@ -273,15 +369,16 @@ def evaluate_policy(env_name, config, checkpoint):
                 episode_length += 1
                 if terminals[0] or truncations[0]:
                     returns.append(episode_return)
-                    print(f"Episode {len(returns)}: return {episode_return:.4g}, length {episode_length}")
+                    ended = f"Episode {len(returns)} of {episodes}: return {episode_return:.4g}, length {episode_length}"
+                    if final_frames:
+                        playback.show(driver.final_frame(0), ended)
+                    if not playback.terminal or not final_frames:
+                        print(ended)
                     episode_return, episode_length = 0.0, 0
-            frame = env.render()
-            if isinstance(frame, str):
-                sys.stdout.write("\033[H\033[2J" + frame + f"\nstep {steps}  reward {float(rewards[0]):+.3f}  episodes {len(returns)}\n")
-                sys.stdout.flush()
-                time.sleep(delay)
-            elif frame is not None:
-                frames.append(np.asarray(frame))
+                    if len(returns) >= episodes:
+                        break
+            playback.show(env.render(), f"episode {len(returns) + 1} of {episodes}  step {episode_length}  "
+                                        f"reward {float(rewards[0]):+.3f}  return {episode_return:.4g}")
             with torch.inference_mode():
                 state = clear_finished(state, torch.as_tensor(np.logical_or(terminals, truncations), device=device))
                 logits, _, state = policy.forward_eval(torch.as_tensor(obs).to(device), state)
@@ -293,20 +390,19 @@ def evaluate_policy(env_name, config, checkpoint):
     finally:
         env.close()
     stats = mean_infos(infos)
+    if len(returns) < episodes:
+        print(f"Stopped after {steps} steps ([eval] max_steps) with {len(returns)} of {episodes} episodes finished")
     if returns:
         print(f"Mean return of agent 0 over {len(returns)} episodes: {np.mean(returns):.4g}")
     if stats:
         print("Env episode statistics (all agents): " + ", ".join(f"{k} {v:.4g}" for k, v in stats.items()))
-    if frames:
+    if playback.frames:
         output = eval_config["output"]
         if output == "auto":
             output = str(Path(checkpoint["path"]).parent / "eval.gif")
-        try:
-            import imageio.v2 as imageio
-        except ImportError:
-            raise ConfigError("Saving RGB frames needs imageio: pip install imageio (and imageio-ffmpeg for .mp4)") from None
-        imageio.mimsave(output, frames, fps=max(eval_config["fps"], 1))
-        print(f"Saved {len(frames)} frames to {output}")
+        stored = playback.save(output, eval_config["fps"])
+        merged = f" ({len(playback.frames)} steps: a GIF stores repeated frames once, shown for longer)" if stored != len(playback.frames) else ""
+        print(f"Saved {stored} frames to {output}{merged}")
     return stats
 
 
@@ -427,57 +523,121 @@ commands:
   plot RUN|ENV [...]     learning curves to PNG: --metric env/score --output FILE
   tank ...               build and run the PufferTank containers
 
+options:
+  -h, --help             this help; `puffer COMMAND --help` lists a command's flags with their descriptions
+  --version              the version of pufferlib
+
 Every key of pufferlib/configs/default.ini and of the env's .ini is a flag: --train.learning-rate 0.01,
---env.size 11, --vec.num-envs 512. `puffer train ENV --help` lists them with their values.
---config FILE overlays an .ini on the env's config (a sweep's best.ini, say) before the flags.
-"""
+--env.size 11, --vec.num-envs 512. `puffer train ENV --help` lists them with the env's values.
+--config FILE overlays an .ini on the env's config (a sweep's best.ini, say) before the flags."""
+
+# Each command's own options: (flag, what it takes).
+COMMAND_OPTIONS = {
+    "train": [("--resume [latest|RUN]", "continue a run from its checkpoint, with its own settings (flags given now still apply)"),
+              ("--load-model-path latest|RUN|FILE", "start a new run from these weights"),
+              ("--config FILE", "overlay an .ini (a sweep's best.ini, say) on the env's config before the flags")],
+    "eval": [("--load-model-path latest|RUN|FILE", "the policy to play (default: latest, the env's newest run)")],
+    "bench": [("--config FILE", "overlay an .ini on the env's config before the flags")],
+    "sweep": [("--resume [latest|SWEEP]", "continue a sweep"),
+              ("--config FILE", "overlay an .ini on the env's config before the flags")],
+}
+COMMAND_SUMMARIES = {
+    "train": "train a policy on ENV",
+    "eval": "play a trained policy on ENV and show it (the run's own settings, with these flags applied)",
+    "bench": "steps per second of ENV alone (random actions) and of training on it",
+    "sweep": "search hyperparameters for ENV ([sweep] section)",
+}
+# The config keys each command reads; a flag for another key does nothing there, so it is refused.
+EVAL_KEYS = {("base", "seed"), ("train", "device"), ("train", "data_dir")}
+
+
+def command_uses(command):
+    """``allowed(section, key)`` for the config keys that ``command`` reads."""
+    if command == "eval":
+        return lambda section, key: section in ("eval", "env") or (section, key) in EVAL_KEYS
+    if command == "train":
+        return lambda section, key: section not in ("eval", "bench", "sweep")
+    if command == "bench":
+        return lambda section, key: section not in ("eval", "sweep")
+    return lambda section, key: True
+
+
+def command_help(command, env_name, config):
+    """`puffer COMMAND [ENV] --help`: the command's options and its flags with their descriptions."""
+    target = env_name or "ENV"
+    lines = [f"usage: puffer {command} {target} [options] [--section.key value ...]", "",
+             f"{COMMAND_SUMMARIES[command]}.", "", "options:"]
+    width = max(len(flag) for flag, _ in COMMAND_OPTIONS[command] + [("-h, --help", "")])
+    lines += [f"  {flag:<{width}}  {what}" for flag, what in [("-h, --help", "this help")] + COMMAND_OPTIONS[command]]
+    values = f"{env_name}'s values" if env_name else f"the default values (an env's .ini changes some: puffer {command} ENV --help)"
+    lines += ["", f"flags, with {values}:"]
+    lines.append(format_flags(config, flag_descriptions(env_name), allowed=command_uses(command)))
+    return "\n".join(lines)
+
+
+def fail(message):
+    print(f"puffer: error: {message}", file=sys.stderr)
+    return 2
 
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help", "help"):
+    if not argv:
+        print(USAGE, file=sys.stderr)
+        return fail("a command is required: puffer train ENV, puffer list, ... (puffer --help for all)")
+    if argv[0] in ("-h", "--help", "help"):
         print(USAGE)
+        return 0
+    if argv[0] == "--version":
+        print(f"puffer (pufferlib) {pufferlib.__version__}")
         return 0
     command, rest = argv[0], argv[1:]
     if command == "tank":
-        import pufferlib.tank  # docker-py is imported only when asked for
+        from pufferlib import tank  # docker-py is imported only when asked for
 
-        return pufferlib.tank.main(rest)
+        return tank.main(rest)
     try:
         if command == "list":
             list_envs()
             return 0
         if command == "plot":
-            parser = argparse.ArgumentParser(prog="puffer plot")
-            parser.add_argument("runs", nargs="+")
-            parser.add_argument("--metric", default="env/score")
-            parser.add_argument("--output", default=None)
-            parser.add_argument("--data-dir", default="experiments")
+            parser = argparse.ArgumentParser(prog="puffer plot", description="Learning curves of runs, to PNG.")
+            parser.add_argument("runs", nargs="+", help="run folders, metrics.jsonl files, or env names (their newest run)")
+            parser.add_argument("--metric", default="env/score", help="the metrics.jsonl column to draw (default: env/score)")
+            parser.add_argument("--output", default=None, help="the PNG to write (default: METRIC.png in the first run)")
+            parser.add_argument("--data-dir", default="experiments", help="where env names' runs are found")
             args = parser.parse_args(rest)
             plot(args.runs, args.metric, args.output, args.data_dir)
             return 0
-        if command not in ("train", "eval", "bench", "sweep"):
-            hint = did_you_mean(command, ["train", "eval", "bench", "sweep", "list", "plot", "tank"])
-            print(f"Unknown command {command!r}.{hint}\n\n" + USAGE, file=sys.stderr)
-            return 2
-        if not rest or rest[0].startswith("-"):
-            print(f"usage: puffer {command} ENV [--section.key value ...]; envs: puffer list", file=sys.stderr)
-            return 2
+        if command not in COMMAND_OPTIONS:
+            hint = did_you_mean(command, [*COMMAND_OPTIONS, "list", "plot", "tank"])
+            return fail(f"unknown command {command!r}.{hint} Commands: train, eval, bench, sweep, list, plot, tank")
+        wants_help = bool(rest) and rest[0] in ("-h", "--help")
+        if not rest or (rest[0].startswith("-") and not wants_help):
+            return fail(f"puffer {command} needs an env: puffer {command} ENV [--section.key value ...] (envs: puffer list)")
+        if wants_help:
+            config = read_ini(DEFAULT_CONFIG)
+            print(command_help(command, None, config))
+            return 0
         env_name, rest = canonical_env_name(rest[0]), rest[1:]
         parser = argparse.ArgumentParser(prog=f"puffer {command} {env_name}", add_help=False)
         parser.add_argument("-h", "--help", action="store_true")
-        parser.add_argument("--resume", nargs="?", const="latest", default=None)
-        parser.add_argument("--load-model-path", default="latest" if command == "eval" else None)
-        parser.add_argument("--config", default=None)
+        own = [flag.split()[0] for flag, _ in COMMAND_OPTIONS[command]]
+        if "--resume" in own:
+            parser.add_argument("--resume", nargs="?", const="latest", default=None)
+        if "--load-model-path" in own:
+            parser.add_argument("--load-model-path", default="latest" if command == "eval" else None)
+        if "--config" in own:
+            parser.add_argument("--config", default=None)
         args, flags = parser.parse_known_args(rest)
         config = load_config(env_name)
-        if args.config:
+        if getattr(args, "config", None):
             apply_config_file(config, args.config)
         if args.help:
-            print(f"puffer {command} {env_name}: flags and their current values\n  --resume [latest|RUN]\n  --load-model-path PATH|latest\n  --config FILE")
-            print_flags(config)
+            print(command_help(command, env_name, config))
             return 0
-        apply_flags(config, flags, extra_flags=["--resume", "--load-model-path", "--config", "--help"])
+        uses = command_uses(command)
+        apply_flags(config, flags, extra_flags=[*own, "--help"], allowed=uses, command=f"puffer {command}")
         if command == "train":
             if args.resume and args.load_model_path:
                 raise ConfigError("--resume continues a run; --load-model-path starts a new one from weights: pick one")
@@ -487,7 +647,11 @@ def main(argv=None):
                 # A resumed run keeps the settings it was started with; flags given now still apply.
                 saved = read_checkpoint(resolve_checkpoint(args.resume, config["train"]["data_dir"], env_name))
                 config = apply_flags(saved["config"], flags)
-            trainer = train(env_name, config, resume=args.resume, load_model_path=args.load_model_path)
+            try:
+                trainer = train(env_name, config, resume=args.resume, load_model_path=args.load_model_path)
+            except RunComplete as complete:
+                print(complete)
+                return 0
             if trainer.interrupted:
                 return 130  # the shell's code for a run stopped by Ctrl-C
         elif command == "eval":
@@ -496,16 +660,15 @@ def main(argv=None):
             evaluate_policy(env_name, apply_flags(checkpoint["config"], flags), checkpoint)
         elif command == "sweep":
             try:
-                import pufferlib.sweep  # optuna is imported only when asked for
+                from pufferlib import sweep  # optuna is imported only when asked for
             except ModuleNotFoundError as error:
                 raise ConfigError(f"puffer sweep needs {error.name}: pip install 'pufferlib[sweep]'") from None
-            pufferlib.sweep.sweep(env_name, config, flags, resume=args.resume)
+            sweep.sweep(env_name, config, flags, resume=args.resume)
         else:
             bench(env_name, config)
         return 0
-    except (ConfigError, CheckpointError, APIUsageError) as error:
-        print(f"puffer: error: {error}", file=sys.stderr)
-        return 2
+    except (ConfigError, CheckpointError, APIUsageError, ParameterError) as error:
+        return fail(error)
     except NonFiniteError as error:
         print(f"puffer: error: {error}", file=sys.stderr)
         return 1

@@ -12,9 +12,11 @@ import configparser
 import contextlib
 import importlib.metadata
 import importlib.util
+import re
+import textwrap
 from pathlib import Path
 
-from pufferlib.exceptions import did_you_mean
+from pufferlib.exceptions import closest, did_you_mean
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 DEFAULT_CONFIG = CONFIG_DIR / "default.ini"
@@ -48,6 +50,35 @@ def read_ini(path):
     with open(path) as f:
         parser.read_file(f)
     return {section: {key: parse_value(value) for key, value in parser[section].items()} for section in parser.sections()}
+
+
+KEY_LINE = re.compile(r"^([A-Za-z_][\w.]*)\s*=")
+
+
+def read_descriptions(path):
+    """{section: {key: text}}: the comment lines directly above each key of an .ini, its help."""
+    descriptions, section, comment = {}, None, []
+    for line in Path(path).read_text().splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            comment.append(stripped.lstrip("#").strip())
+            continue
+        key = KEY_LINE.match(stripped)
+        if stripped.startswith("[") and stripped.endswith("]"):
+            section = stripped[1:-1]
+        elif key and section and comment:
+            descriptions.setdefault(section, {})[key.group(1)] = " ".join(comment)
+        comment = []
+    return descriptions
+
+
+def flag_descriptions(env_name=None):
+    """The help of every key: default.ini's comments, overlaid by those of the env's .ini."""
+    descriptions = read_descriptions(DEFAULT_CONFIG)
+    path = env_config_files().get(env_name) if env_name else None
+    for section, values in (read_descriptions(path) if path else {}).items():
+        descriptions.setdefault(section, {}).update(values)
+    return descriptions
 
 
 def config_dirs():
@@ -88,7 +119,7 @@ def load_config(env_name):
     config = read_ini(DEFAULT_CONFIG)
     files = env_config_files()
     if env_name not in files:
-        hint = did_you_mean(env_name, files)
+        hint = did_you_mean(env_name, files, ignore_prefix="puffer_")
         raise ConfigError(
             f"No config for env {env_name!r}.{hint} Known envs: {', '.join(sorted(files))}"
         )
@@ -127,8 +158,31 @@ def apply_config_file(config, path):
     return config
 
 
+def flag_name(section, key):
+    return f"--{section}.{key.replace('_', '-')}"
+
+
 def flag_names(config):
-    return [f"--{section}.{key.replace('_', '-')}" for section, values in config.items() for key in values]
+    return [flag_name(section, key) for section, values in config.items() for key in values]
+
+
+def suggest_flag(flag, config, extra_flags=()):
+    """' Did you mean --x.y?' for a mistyped flag: its key against the keys of its section (then
+    of every section, for a key put in the wrong one), or its section against the sections.
+    Flags share their '--section.' prefix, so whole flags would all look alike."""
+    section, dot, key = flag[2:].partition(".")
+    key = key.replace("-", "_")
+    if not dot:
+        return did_you_mean(flag, extra_flags)
+    if section in config and closest(key, config[section]):
+        return f" Did you mean {flag_name(section, closest(key, config[section]))}?"
+    for other, values in config.items():
+        if key in values:
+            return f" Did you mean {flag_name(other, key)}?"
+    other = None if section in config else closest(section, config)
+    if other:
+        return f" Did you mean {flag_name(other, closest(key, config[other]) or '*')}?"
+    return ""
 
 
 def convert_flag(flag, text, default):
@@ -155,25 +209,27 @@ def convert_flag(flag, text, default):
     raise ConfigError(f"{flag} {text!r}: expected {expected} (default: {default!r})")
 
 
-def apply_flags(config, argv, extra_flags=()):
+def apply_flags(config, argv, extra_flags=(), allowed=None, command="this command"):
     """Applies '--section.key value' / '--section.key=value' flags; hyphens and underscores match.
 
     An unknown flag is an error naming the closest valid one. ``extra_flags`` are the command's
-    own options, offered as suggestions too.
+    own options, offered as suggestions too. ``allowed(section, key)``, when given, says which
+    keys ``command`` uses; a flag for any other key is an error.
     """
-    valid = flag_names(config)
     i = 0
     while i < len(argv):
         token = argv[i]
         if not token.startswith("--") or "." not in token.split("=")[0]:
-            hint = did_you_mean(token.split("=")[0], valid + list(extra_flags), cutoff=0.5)
+            hint = suggest_flag(token.split("=")[0], config, extra_flags) if token.startswith("--") else ""
             raise ConfigError(f"Unknown argument {token!r}.{hint} Flags look like --train.learning-rate 0.01")
         flag, equals, text = token.partition("=")
         section, _, key = flag[2:].partition(".")
         key = key.replace("-", "_")
         if section not in config or key not in config[section]:
-            hint = did_you_mean(flag.replace("_", "-"), valid + list(extra_flags), cutoff=0.5, otherwise=" Run with --help to list every flag.")
+            hint = suggest_flag(flag, config, extra_flags) or " Run with --help to list every flag."
             raise ConfigError(f"Unknown flag {flag}.{hint}")
+        if allowed is not None and not allowed(section, key):
+            raise ConfigError(f"{flag} does not apply to {command}: its flags are listed by {command} --help")
         default = config[section][key]
         if not equals:
             if i + 1 < len(argv) and not argv[i + 1].startswith("--"):
@@ -188,8 +244,18 @@ def apply_flags(config, argv, extra_flags=()):
     return config
 
 
-
-def print_flags(config):
+def format_flags(config, descriptions, allowed=None, width=80):
+    """The flags of ``config`` (those ``allowed(section, key)``), by section: each with its value
+    and, on the lines below, its description."""
+    lines = []
     for section, values in config.items():
-        for key, value in values.items():
-            print(f"  --{section}.{key.replace('_', '-'):<28} {value!r}")
+        keys = [key for key in values if allowed is None or allowed(section, key)]
+        if not keys:
+            continue
+        lines.append(f"[{section}]")
+        for key in keys:
+            lines.append(f"  {flag_name(section, key)} {values[key]!r}")
+            text = descriptions.get(section, {}).get(key)
+            if text:
+                lines.extend(textwrap.wrap(text, width=width, initial_indent=" " * 6, subsequent_indent=" " * 6))
+    return "\n".join(lines)

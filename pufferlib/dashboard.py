@@ -82,7 +82,7 @@ def duration(seconds):
 
 
 class SystemUsage:
-    """CPU and memory of this process (psutil), and GPU memory and load when training on CUDA."""
+    """This process's CPU and memory (psutil), and GPU memory and load when training on CUDA."""
 
     def __init__(self, device):
         self.device = device
@@ -97,10 +97,12 @@ class SystemUsage:
     def read(self):
         usage = {}
         if self.psutil:
-            usage["CPU"] = f"{self.process.cpu_percent():.0f}%"
-            usage["RAM"] = f"{self.process.memory_info().rss / 2**30:.2f} GiB ({self.psutil.virtual_memory().percent:.0f}% of system)"
+            # cpu_percent counts one fully busy core as 100%.
+            usage["Process CPU"] = f"{self.process.cpu_percent():.0f}%"
+            rss, total = self.process.memory_info().rss, self.psutil.virtual_memory().total
+            usage["Process RAM"] = f"{rss / 2**30:.2f} GiB ({rss / total:.1%} of {total / 2**30:.0f} GiB)"
         else:
-            usage["CPU"] = "(pip install psutil)"
+            usage["Process CPU"] = "(pip install psutil)"
         if self.device.startswith("cuda"):
             usage["GPU RAM"] = f"{torch.cuda.memory_allocated() / 2**30:.2f} GiB"
             with contextlib.suppress(Exception):  # needs pynvml, which not every install has
@@ -108,6 +110,80 @@ class SystemUsage:
         return usage
 
 
+# Labels that read better than their key; other keys show with spaces for underscores.
+LABELS = {"explained_variance": "explained var", "importance_weight": "importance wt", "learning_rate": "learning rate",
+          "episode_return": "return", "episode_length": "length", "approx_kl": "approx KL"}
+LABEL_WIDTH, VALUE_WIDTH, GAP = 22, 10, 3
+WIDE = 160  # from this width the sections sit side by side; below it they stack
+
+
+def abbreviate(name, width=LABEL_WIDTH):
+    """A metric's label in at most ``width`` characters, never cut: underscores become spaces and
+    the longest words give up letters, one at a time, for a period ("ach./defeat fire elem.")."""
+    words = LABELS.get(name, name).replace("_", " ").replace("/", "/ ").split(" ")
+    cores = [word.rstrip("/") for word in words]
+    keep = [len(core) for core in cores]
+
+    def shown(k):
+        short = cores[k] if keep[k] == len(cores[k]) else cores[k][:keep[k]] + "."
+        return short + ("/" if words[k].endswith("/") else "")
+
+    def label():
+        return " ".join(shown(k) for k in range(len(words))).replace("/ ", "/")
+
+    for shortest in (3, 1):
+        while len(label()) > width:
+            candidates = [k for k in range(len(words)) if keep[k] > shortest]
+            if not candidates:
+                break
+            k = max(candidates, key=lambda k: (len(shown(k)), -k))
+            keep[k] -= 2 if keep[k] == len(cores[k]) else 1  # the first letter dropped pays for the period
+    return label()
+
+
+def show_value(value):
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def summary_columns(lengths, width):
+    """The most columns that ``lengths`` (of cells in reading order) fit in, within ``width``."""
+    for columns in range(len(lengths), 1, -1):
+        widths = [max(lengths[c::columns]) for c in range(columns)]
+        if sum(widths) + GAP * (columns - 1) <= width:
+            return columns
+    return 1
+
+
+def pair_grid(pairs, columns):
+    """Label-value pairs, ``columns`` pairs to a row."""
+    from rich.table import Table
+
+    table = Table.grid(padding=(0, GAP, 0, 0))
+    for _ in range(columns):
+        table.add_column(style="cyan", no_wrap=True, min_width=LABEL_WIDTH)
+        table.add_column(justify="right", no_wrap=True, min_width=VALUE_WIDTH)
+    for start in range(0, len(pairs), columns):
+        row = pairs[start:start + columns]
+        table.add_row(*[cell for pair in row for cell in pair], *[""] * (2 * (columns - len(row))))
+    return table
+
+
+def section(title, stats, width, max_lines=None):
+    """A titled grid of ``stats`` in ``width`` columns of text; beyond ``max_lines`` lines (title
+    included) the rest are counted, not shown. Returns (renderable, lines)."""
+    from rich.console import Group
+    from rich.text import Text
+
+    columns = max(1, (width + GAP) // (LABEL_WIDTH + 1 + VALUE_WIDTH + GAP))
+    pairs = [(abbreviate(key), show_value(value)) for key, value in stats.items()]
+    hidden = 0
+    if max_lines is not None and 1 + -(-len(pairs) // columns) > max_lines:
+        shown = max(max_lines - 2, 0) * columns
+        pairs, hidden = pairs[:shown], len(pairs) - shown
+    parts = [Text(title, style="bold"), pair_grid(pairs, columns)]
+    if hidden:
+        parts.append(Text(f"+{hidden} more in metrics.jsonl", style="dim"))
+    return Group(*parts), 1 + -(-len(pairs) // columns) + bool(hidden)
 class Dashboard:
     """Live rich dashboard on a terminal; a plain line every `print_interval` seconds otherwise;
     nothing at all in mode "off" (the other ranks of a data-parallel run)."""
@@ -168,36 +244,52 @@ class Dashboard:
             f"{human(sps)} SPS {duration(t.seconds())} elapsed {duration(left) if left == left else '?'} left | {env} | {losses}"
         )
 
-    def render(self, sps):
+    def render(self, sps, width=None, height=None):
+        """The dashboard for a terminal of ``width`` x ``height`` (the console's by default): the
+        sections side by side from WIDE columns, stacked below it; environment statistics that
+        do not fit the height are counted, not shown."""
         from rich.console import Group
         from rich.panel import Panel
         from rich.table import Table
+        from rich.text import Text
 
+        width = width or self.console.width
+        height = height or self.console.height
+        inner = width - 4  # the panel's borders and padding
         t = self.trainer
         total = t.total_epochs * t.batch_size * t.world.size
         left = self.remaining(sps)
-        summary = Table.grid(padding=(0, 3))
-        for _ in range(4):
-            summary.add_column()
-        summary.add_row(f"[bold]SPS[/] {human(sps)}", f"[bold]Steps[/] {human(t.global_step)} / {human(total)}",
-                        f"[bold]Epoch[/] {t.epoch} / {t.total_epochs}",
-                        f"[bold]Time[/] {duration(t.seconds())} (left {duration(left) if left == left else '?'})")
-        usage = list(self.usage.read().items())[:4]
-        summary.add_row(*[f"[bold]{k}[/] {v}" for k, v in usage] + [""] * (4 - len(usage)))
+        facts = [("SPS", human(sps)), ("Steps", f"{human(t.global_step)} / {human(total)}"),
+                 ("Epoch", f"{t.epoch} / {t.total_epochs}"),
+                 ("Time", f"{duration(t.seconds())}, {duration(left) if left == left else '?'} left"),
+                 *self.usage.read().items()]
+        cells = [f"[bold]{key}[/] {value}" for key, value in facts]
+        per_row = summary_columns([len(f"{key} {value}") for key, value in facts], inner)
+        summary = Table.grid(padding=(0, GAP, 0, 0))
+        for _ in range(per_row):
+            summary.add_column(no_wrap=True)
+        for start in range(0, len(cells), per_row):
+            row = cells[start:start + per_row]
+            summary.add_row(*row, *[""] * (per_row - len(row)))
+        texts = [Text(f"Run {self.run_dir}", overflow="fold")] + [Text(m, overflow="fold") for m in self.messages]
+        # Lines left for the sections: the panel's borders, the summary, the run and the messages.
+        room = height - 2 - -(-len(cells) // per_row) - sum(-(-len(text.plain) // inner) for text in texts)
 
-        def table(title, rows):
-            grid = Table(title=title, title_justify="left", show_header=False, box=None, padding=(0, 2))
-            grid.add_column(style="cyan")
-            grid.add_column(justify="right")
-            for key, value in rows:
-                grid.add_row(key, f"{value:.4g}" if isinstance(value, float) else str(value))
-            return grid
-
-        columns = Table.grid(padding=(0, 6))
-        columns.add_row(table("Losses", t.losses.items()), table("Environment", t.env_stats.items()),
-                        table("Time per epoch (s)", t.timings.items()))
-        title = f"PuffeRL · {t.config['base']['env_name']} · {t.device} · {self.run_dir}"
-        return Panel(Group(summary, "", columns, *self.messages), title=title, border_style="magenta")
+        if width >= WIDE:
+            pair = LABEL_WIDTH + 1 + VALUE_WIDTH
+            losses, _ = section("Losses", t.losses, pair)
+            timing, _ = section("Time per epoch (s)", t.timings, pair)
+            environment, _ = section("Environment", t.env_stats, inner - 2 * (pair + GAP), max_lines=max(room, 3))
+            body = Table.grid(padding=(0, GAP, 0, 0))
+            body.add_row(losses, timing, environment)
+            sections = [body]
+        else:
+            losses, losses_lines = section("Losses", t.losses, inner)
+            timing, timing_lines = section("Time per epoch (s)", t.timings, inner)
+            environment, _ = section("Environment", t.env_stats, inner, max_lines=max(room - losses_lines - timing_lines, 3))
+            sections = [losses, environment, timing]
+        title = f"PuffeRL · {t.config['base']['env_name']} · {t.device}"
+        return Panel(Group(summary, *texts[:1], *sections, *texts[1:]), title=title, border_style="magenta")
 
     def close(self):
         if self.live:

@@ -27,8 +27,9 @@ import numpy as np
 import torch
 
 from pufferlib import assemble, pufferl
-from pufferlib.config import apply_flags, load_config
+from pufferlib.config import ConfigError, apply_flags, load_config
 from pufferlib.evaluate import SolveCheck
+from pufferlib.exceptions import APIUsageError, ParameterError
 
 CARTPOLE_TARGET = 475.0
 
@@ -178,10 +179,13 @@ def main():
     parser.add_argument("--profile", metavar="TRACE.json", help="after the SPS run, profile one epoch and write Chrome traces")
     args, args.flags = parser.parse_known_args()
     torch.set_num_threads(args.torch_threads)
-    if args.what in ("sps", "all"):
-        measure_sps(args)
-    if args.what in ("cartpole", "all"):
-        cartpole_race(args)
+    try:
+        if args.what in ("sps", "all"):
+            measure_sps(args)
+        if args.what in ("cartpole", "all"):
+            cartpole_race(args)
+    except (ConfigError, ParameterError, APIUsageError) as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
     return 0
 
 

@@ -3,6 +3,7 @@ import numpy as np
 
 from ocean.connect4 import binding
 from ocean.env import OceanEnv, check_int
+from pufferlib.exceptions import ParameterError
 
 MODES = ("opponent", "selfplay")
 
@@ -25,7 +26,7 @@ class Connect4(OceanEnv):
 
     def __init__(self, num_envs=1, mode="opponent", depth=3, **kwargs):
         if mode not in MODES:
-            raise ValueError(f"{self.name}: mode must be one of {', '.join(MODES)}, got {mode!r}")
+            raise ParameterError(f"{self.name}: mode must be one of {', '.join(MODES)}, got {mode!r}")
         depth = check_int(self.name, "depth", depth, 0, 8)
         self.mode = mode
         self.agents_per_env = 2 if mode == "selfplay" else 1

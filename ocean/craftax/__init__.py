@@ -61,9 +61,11 @@ class Craftax(OceanEnv):
         super().__init__(num_envs, num_threads=num_threads, compact=int(self.compact), states=states,
                          reset_pool=pool, **kwargs)
 
-    @staticmethod
-    def memory_per_env(compact=False):
-        """Bytes one env holds: its game state plus its observation."""
+    @classmethod
+    def memory_per_env(cls, compact=None):
+        """Bytes one env holds: its game state plus its observation (this class's observation
+        unless ``compact`` says which)."""
+        compact = cls.compact if compact is None else compact
         return binding.STATE_BYTES + (COMPACT_OBS_BYTES if compact else OBS_SIZE * 4)
 
 

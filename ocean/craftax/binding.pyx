@@ -283,6 +283,7 @@ cdef extern from "craftax.h":
         int reset_pool_size
         const GameState* reset_pool
         GameState* state
+        int played_action
     void c_generate_reset_pool "generate_reset_pool"(GameState* pool, int first, int last, int pool_size, uint64_t pool_seed) nogil
 
 cdef extern from *:
@@ -356,14 +357,15 @@ include "vecenv.pxi"
 
 
 def render_state(cnp.ndarray[cnp.uint8_t, ndim=1] state, int action):
-    """c_render of a game state (STATE_BYTES bytes, e.g. copied from the GPU env) whose last action
-    was `action`."""
+    """c_render of a game state (STATE_BYTES bytes, e.g. copied from the GPU env) whose last step
+    played `action`."""
     if state.shape[0] != sizeof(GameState):
         raise ValueError(f"a game state is {sizeof(GameState)} bytes, got {state.shape[0]}")
     cdef Env env
     memset(&env, 0, sizeof(Env))
     env.state = <GameState*>cnp.PyArray_DATA(state)
     env.actions = &action
+    env.played_action = action
     cdef bytearray text = bytearray(RENDER_CAPACITY)
     cdef int length = c_render(&env, <char*>text, RENDER_CAPACITY)
     return text[:length].decode()

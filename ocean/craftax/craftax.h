@@ -117,6 +117,7 @@ typedef struct {
     Key step_reset_key;  // the next step's reset key, used if it ends the episode
     int has_reset_key;   // the step that ended the episode left step_reset_key for c_reset
     int deepest_floor;
+    int played_action;  // the action the last step played (noop while sleeping or resting), -1 before one
     WorldgenScratch* reset_scratch;  // device resets only: lent by the device vecenv for c_reset
 } Craftax;
 
@@ -189,6 +190,7 @@ CRAFTAX_FN void write_env_observation(Craftax* env, int in_step) {
 
 CRAFTAX_FN void c_reset(Craftax* env) {
     Key reset_key;
+    env->played_action = -1;
     if (env->has_reset_key) {
         reset_key = env->step_reset_key;
         env->has_reset_key = 0;
@@ -256,6 +258,8 @@ CRAFTAX_FN void c_prepare(Craftax* envs, int count) {
 CRAFTAX_FN int c_step(Craftax* env) {
     GameState* s = env->state;
     env->key = env->next_key;
+    // craftax_step ignores the action of a sleeping or resting player; the renderer shows what it played.
+    env->played_action = s->is_sleeping || s->is_resting ? ACTION_NOOP : env->actions[0];
     env->rewards[0] = craftax_step(&env->draws, s, env->actions[0]);
     if (s->player_level > env->deepest_floor) env->deepest_floor = s->player_level;
     int died_or_won = s->player_health <= 0.0f || has_beaten_boss(s);
@@ -280,6 +284,8 @@ static const int BLOCK_COLOURS[NUM_BLOCK_TYPES] = {
     37, 30, 32, 34, 37, 32, 33, 33, 90, 31, 96, 33, 31, 93, 91, 32, 92, 90, 30, 32, 37, 94, 91, 93, 36,
     31, 96, 37, 91, 96, 91, 96, 95, 37, 37, 37, 95};
 static const char* const MOB_CLASS_GLYPHS[NUM_MOB_CLASSES] = {"Zm", "Cw", "Sk", "**", "->"};
+static const char* const MOB_CLASS_NAMES[NUM_MOB_CLASSES] = {
+    "melee mob", "passive mob", "ranged mob", "mob shot", "your shot"};
 
 static const char* const ACTION_NAMES[NUM_ACTIONS] = {
     "noop", "left", "right", "up", "down", "do", "sleep", "place_stone", "place_table", "place_furnace",
@@ -340,8 +346,13 @@ static int c_render(Craftax* env, char* buf, int capacity) {
          inv->potions[0], inv->potions[1], inv->potions[2], inv->potions[3], inv->potions[4], inv->potions[5]);
     int unlocked = 0;
     for (int a = 0; a < NUM_ACHIEVEMENTS; a++) unlocked += s->achievements[a];
-    EMIT("last action %s  achievements %d/%d%s%s\n", ACTION_NAMES[env->actions[0] % NUM_ACTIONS], unlocked,
-         NUM_ACHIEVEMENTS, s->is_sleeping ? "  (sleeping)" : "", s->is_resting ? "  (resting)" : "");
+    int played = env->played_action;
+    int chosen = env->actions[0];
+    EMIT("last action %s", played < 0 ? "none yet" : ACTION_NAMES[played % NUM_ACTIONS]);
+    if (played >= 0 && chosen != played && chosen >= 0 && chosen < NUM_ACTIONS) EMIT(" (chose %s)", ACTION_NAMES[chosen]);
+    EMIT("  achievements %d/%d%s%s\n", unlocked, NUM_ACHIEVEMENTS, s->is_sleeping ? "  (sleeping)" : "",
+         s->is_resting ? "  (resting)" : "");
+    for (int k = 0; k < NUM_MOB_CLASSES; k++) EMIT("%s %s%s", MOB_CLASS_GLYPHS[k], MOB_CLASS_NAMES[k], k + 1 < NUM_MOB_CLASSES ? "  " : "\n");
 #undef EMIT
     return n < capacity ? n : capacity - 1;
 }

@@ -2,6 +2,7 @@ import gymnasium
 import numpy as np
 
 from ocean.env import OceanEnv, check_int
+from pufferlib.exceptions import ParameterError
 from ocean.snake import binding
 
 
@@ -31,7 +32,7 @@ class Snake(OceanEnv):
         episode_length = check_int(self.name, "episode_length", episode_length, 1)
         cells = width * height
         if num_snakes * max_length + food >= cells:
-            raise ValueError(
+            raise ParameterError(
                 f"{self.name}: num_snakes * max_length + food must be less than width * height = {cells} "
                 f"(every snake at full length and all the food need room, with a cell to spare for "
                 f"respawns), got {num_snakes} * {max_length} + {food} = {num_snakes * max_length + food}"

@@ -1,0 +1,290 @@
+"""What a user meets at the command line and at the library's edges: one error style, help with
+descriptions, the dashboard at 80 and 200 columns, eval output off a terminal."""
+
+import io
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from rich.console import Console
+
+import ocean
+import pufferlib
+from pufferlib import assemble, cli, pufferl
+from pufferlib.checkpoint import run_dirs
+from pufferlib.config import apply_flags, load_config
+from pufferlib.dashboard import Dashboard, abbreviate
+from pufferlib.exceptions import APIUsageError, ParameterError, did_you_mean
+
+ROOT = Path(__file__).resolve().parent.parent
+# Subprocesses import this tree's pufferlib whatever their working folder.
+SUBPROCESS_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+
+# (argv, what stderr must say, what it must not): each a user error, answered in one line, exit 2.
+BAD_INPUTS = [
+    (["train", "puffer_squared", "--vec.num-envs", "-5"], "num_envs", None),
+    (["train", "puffer_squared", "--env.size", "0"], "size must be between 3 and 255, got 0", None),
+    (["train", "puffer_squared", "--env.sise", "9"], "Did you mean --env.size?", None),
+    (["train", "puffer_squared", "--train.data-dir", "/proc/puffer-runs"], "cannot create the run folder", None),
+    (["train", "puffer_squared", "--train.learning-rate", "fast"], "expected a number", None),
+    (["train", "puffer_squared", "--train.neptune", "1"], "Unknown flag --train.neptune", "Did you mean"),
+    (["train", "puffer_squared", "--train.hidden-size", "32"], "Did you mean --policy.hidden-size?", None),
+    (["train", "nonexistent"], "No config for env 'nonexistent'", "Did you mean"),
+    (["train", "puffer_breakot"], "Did you mean puffer_breakout?", None),
+    (["trian", "puffer_squared"], "Did you mean train?", None),
+    (["train"], "puffer train needs an env", None),
+    ([], "a command is required", None),
+    (["eval", "puffer_squared", "--train.learning-rate", "0.1"], "does not apply to puffer eval", None),
+    (["train", "puffer_squared", "--resume", "--load-model-path", "x"], "pick one", None),
+]
+
+
+@pytest.mark.parametrize("argv, says, not_says", BAD_INPUTS, ids=[" ".join(a) or "(nothing)" for a, _, _ in BAD_INPUTS])
+def test_user_errors_are_one_line_with_exit_2(argv, says, not_says, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # runs that fail to start must leave no folder here
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("puffer: error: ") and says in last, err
+    assert "Traceback" not in err
+    if not_says:
+        assert not_says not in err
+    assert not (tmp_path / "experiments").exists() or not any((tmp_path / "experiments").iterdir())
+
+
+def test_a_failed_start_leaves_no_run_folder(tmp_path, capsys):
+    flags = ["--train.data-dir", str(tmp_path), "--train.total-timesteps", "1000"]
+    assert cli.main(["train", "puffer_squared", "--env.size", "0", *flags]) == 2
+    assert cli.main(["train", "puffer_squared", "--base.rnn", "gru", *flags]) == 2
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_command_line_itself_exits_2_without_a_traceback(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "pufferlib.cli", "train", "puffer_squared", "--env.size", "0"],
+                            capture_output=True, text=True, cwd=tmp_path, env=SUBPROCESS_ENV)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "puffer: error: puffer_squared: size must be between 3 and 255, got 0"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="asks for a GPU that this machine has")
+def test_bench_script_on_a_cpu_machine_asked_for_cuda_is_a_usage_error():
+    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_train.py"), "sps", "--device", "cuda"],
+                            capture_output=True, text=True, env=SUBPROCESS_ENV)
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith("bench_train.py: error: --train.device cuda") and "Traceback" not in result.stderr
+
+
+def test_help_version_and_per_command_flags(capsys):
+    assert cli.main(["--help"]) == 0
+    assert "usage: puffer COMMAND" in capsys.readouterr().out
+    assert cli.main(["--version"]) == 0
+    assert pufferlib.__version__ in capsys.readouterr().out
+
+    assert cli.main(["train", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--train.learning-rate 0.005" in out and "The optimizer's step size" in out
+    assert "--resume" in out and "--eval." not in out
+
+    assert cli.main(["eval", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--eval.episodes" in out and "--load-model-path" in out
+    assert "--train.learning-rate" not in out and "--resume" not in out
+
+    assert cli.main(["bench", "puffer_squared", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--bench.seconds" in out and "Seconds each measurement runs" in out and "--eval." not in out
+    assert "--env.size 11" in out  # the env's own values
+
+
+def test_suggestions_only_for_close_names():
+    assert did_you_mean("nonexistent", ocean.ENVS, ignore_prefix="puffer_") == ""
+    assert did_you_mean("breakot", ocean.ENVS, ignore_prefix="puffer_") == " Did you mean puffer_breakout?"
+    with pytest.raises(ParameterError) as error:
+        ocean.env_creator("nonexistent")
+    assert "Did you mean" not in str(error.value)
+
+
+def test_resuming_a_finished_run_says_it_is_complete(tmp_path, capsys):
+    flags = ["--train.data-dir", str(tmp_path), "--train.dashboard", "plain", "--vec.num-envs", "64"]
+    assert cli.main(["train", "bandit", "--train.total-timesteps", "1024", *flags]) == 0
+    [run] = run_dirs(tmp_path, "puffer_bandit")
+    metrics = (run / "metrics.jsonl").read_text()
+    capsys.readouterr()
+    assert cli.main(["train", "bandit", "--resume", "latest", *flags]) == 0
+    out = capsys.readouterr().out
+    assert "is complete: it trained 1.0k of its 1.0k steps" in out and "--train.total-timesteps N" in out
+    assert "SPS" not in out
+    assert (run / "metrics.jsonl").read_text() == metrics
+
+
+def test_eval_into_a_file_is_plain_text_with_each_episode_to_its_end(tmp_path, capsys):
+    flags = ["--train.data-dir", str(tmp_path)]
+    assert cli.main(["train", "squared", "--train.total-timesteps", "1024", "--vec.num-envs", "32",
+                     "--train.dashboard", "off", "--env.size", "5", *flags]) == 0
+    capsys.readouterr()
+    assert cli.main(["eval", "squared", "--eval.fps", "0", "--eval.episodes", "2", *flags]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out  # no clear-screen or colour codes off a terminal
+    assert "Episode 1 of 2: return" in out and "Episode 2 of 2: return" in out
+    assert "Mean return of agent 0 over 2 episodes" in out
+    assert "episode 3 of 2" not in out  # the next episode's first frame is not shown after the last
+
+
+def test_an_ocean_env_keeps_the_frame_that_ends_an_episode():
+    env = ocean.make("puffer_squared", size=5)
+    env.keep_final_frames()
+    env.reset(3)
+    assert env.final_frame(0) == ""
+    for _ in range(20):
+        grid = env.observations[0].reshape(5, 5)
+        (agent,), (target,) = np.argwhere(grid == 1), np.argwhere(grid == 2)
+        rows, cols = target - agent
+        env.actions[0] = 1 if rows > 0 else 2 if rows < 0 else 4 if cols > 0 else 3  # down, up, right, left
+        env.step(env.actions)
+        if env.terminals[0]:
+            break
+    assert env.rewards[0] == 1.0
+    final = re.sub(r"\x1b\[[0-9;]*m", "", env.final_frame(0)).split()
+    assert final[target[0]][target[1]] == "@" and "*" not in "".join(final)  # the agent on its target
+    assert "*" in re.sub(r"\x1b\[[0-9;]*m", "", env.render(0))  # the next episode, target ahead
+
+
+def test_gif_frame_count_reported_is_the_files(tmp_path):
+    from PIL import Image
+
+    dark, light = np.zeros((8, 8, 3), np.uint8), np.full((8, 8, 3), 255, np.uint8)
+    playback = cli.Playback(fps=8)
+    for frame in [dark, dark, dark, light, light, dark]:
+        playback.show(frame, "")
+    stored = playback.save(tmp_path / "eval.gif", fps=8)
+    with Image.open(tmp_path / "eval.gif") as image:
+        assert stored == image.n_frames == 3  # repeated frames are stored once, shown for longer
+
+
+def test_a_video_format_without_its_backend_is_a_config_error(tmp_path):
+    import importlib.util
+
+    if importlib.util.find_spec("imageio_ffmpeg") or importlib.util.find_spec("av"):
+        pytest.skip("an MP4 backend is installed here")
+    playback = cli.Playback(fps=8)
+    playback.show(np.zeros((8, 8, 3), np.uint8), "")
+    with pytest.raises(cli.ConfigError, match=r"cartpole\.mp4: .*pip install imageio-ffmpeg") as error:
+        playback.save(tmp_path / "cartpole.mp4", fps=8)
+    assert "\n" not in str(error.value)
+
+
+# The dashboard, drawn by a real trainer after two epochs.
+
+
+@pytest.fixture(scope="module")
+def trainer():
+    config = apply_flags(load_config("puffer_squared"), ["--vec.num-envs", "32", "--train.device", "cpu"])
+    vecenv = assemble.make_vecenv("puffer_squared", config)
+    trainer = pufferl.PuffeRL(config, vecenv, assemble.make_policy(vecenv, config))
+    for _ in range(2):
+        trainer.collect()
+        trainer.train()
+    yield trainer
+    trainer.close()
+
+
+def draw(dashboard, width, height):
+    console = Console(width=width, height=height, file=io.StringIO(), record=True)
+    console.print(dashboard.render(12_345.6, width=width, height=height))
+    return console.export_text()
+
+
+@pytest.mark.parametrize("width, height", [(80, 24), (200, 50)])
+def test_dashboard_reads_at_80_and_200_columns(trainer, width, height):
+    dashboard = Dashboard(trainer, "experiments/puffer_squared_20261201-030653", "off", 2.0)
+    dashboard.messages.append("Training puffer_squared on cpu: MLP 64x1 (4.2k parameters), 32 agents, batch 1024, "
+                              "1 minibatches of 1024, 5.0M steps. Run: experiments/puffer_squared_20261201-030653")
+    text = draw(dashboard, width, height)
+    lines = text.splitlines()
+    assert len(lines) <= height and all(len(line) <= width for line in lines)
+    assert "…" not in text
+    for label in ("policy loss", "value loss", "entropy", "explained var", "learning rate", "score", "return", "length",
+                  "rollout", "train", "Process RAM", "Process CPU", "SPS 12.3k", "Epoch 2 / "):
+        assert label in text, label
+    assert "experiments/puffer_squared_20261201-030653" in text.replace("│", "").replace(" ", "").replace("\n", "")
+    for key, value in trainer.losses.items():  # every value in full
+        assert f"{value:.4g}" in text, key
+    ram = re.search(r"Process RAM ([\d.]+) GiB \(([\d.]+)% of (\d+) GiB\)", text)
+    assert ram and abs(float(ram[1]) / float(ram[3]) * 100 - float(ram[2])) < 0.2 + 5 / float(ram[3])
+
+
+@pytest.mark.parametrize("width, height", [(80, 24), (200, 50)])
+def test_dashboard_counts_the_statistics_it_has_no_room_for(trainer, width, height):
+    from ocean.craftax import binding
+
+    dashboard = Dashboard(trainer, "experiments/run", "off", 2.0)
+    shown = trainer.env_stats
+    trainer.env_stats = {name: 0.5 for name in binding.LOG_FIELDS}  # Craftax's 70 statistics
+    try:
+        text = draw(dashboard, width, height)
+    finally:
+        trainer.env_stats = shown
+    assert len(text.splitlines()) <= height and "…" not in text
+    hidden = re.search(r"\+(\d+) more in metrics.jsonl", text)
+    visible = sum(abbreviate(name) in text for name in binding.LOG_FIELDS)
+    assert visible + (int(hidden[1]) if hidden else 0) >= len(binding.LOG_FIELDS) and visible >= 6
+    assert bool(hidden) == (width == 80)  # 70 statistics fill 24 lines, not 50 lines of 200
+
+
+def test_labels_are_abbreviated_by_choice_not_cut():
+    assert abbreviate("explained_variance") == "explained var"
+    assert abbreviate("achievements/defeat_fire_elemental") == "ach./defe. fire eleme."
+    long = abbreviate("achievements/defeat_fire_elemental_in_the_realm", width=22)
+    assert len(long) <= 22 and "…" not in long and long.startswith("a") and "." in long
+
+
+# The library's edges.
+
+
+def test_misspelled_parameters_fail_at_construction_with_a_suggestion():
+    from ocean.craftax import Craftax
+
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'sise'\. Did you mean size\?"):
+        ocean.make("puffer_squared", sise=11)
+    with pytest.raises(TypeError, match=r"Craftax\(\) got an unexpected keyword argument 'foo'"):
+        Craftax(num_envs=1, foo=3)
+    with pytest.raises(ParameterError, match="size must be between 3 and 255, got 0"):
+        ocean.make("puffer_squared", size=0)
+
+
+def test_craftax_seeds_render_and_close():
+    from ocean.craftax import Craftax, CraftaxCompact, binding
+
+    env = Craftax(num_envs=2)
+    for seed in (1.5, -1, 2**64, True, "3"):
+        with pytest.raises(ParameterError, match=r"seed must be an integer in \[0, 2\*\*64\)"):
+            env.reset(seed)
+    with pytest.raises(APIUsageError, match="call reset"):
+        env.render(0)
+    # Env i of a batch seeded with s starts from the key (high word, low word) of s + i, which is
+    # PRNGKey(s + i) of JAX with 64-bit seeds (docs/craftax.md).
+    observations, _ = env.reset(2**32 + 5)
+    for i, key in enumerate(([1, 5], [1, 6])):
+        _, reset_key = binding.split(np.array(key, np.uint32), 2)
+        world = binding.World(binding.split(reset_key, 2)[1])
+        assert np.array_equal(world.observation(), observations[i])
+    env.actions[:] = 6  # sleep
+    for _ in range(300):
+        env.step(env.actions)
+    env.actions[:] = 35  # read_book, ignored by a sleeping player
+    env.step(env.actions)
+    text = env.render(0)
+    if "(sleeping)" in text:
+        assert "last action noop (chose read_book)" in text
+    assert "Zm melee mob" in text and "-> your shot" in text
+    env.close()
+    for use in (lambda: env.reset(0), lambda: env.step(env.actions), lambda: env.render(0)):
+        with pytest.raises(APIUsageError, match="after close"):
+            use()
+    assert CraftaxCompact.memory_per_env() < Craftax.memory_per_env()
+    assert CraftaxCompact.memory_per_env() == binding.STATE_BYTES + binding.LAYOUT["compact_obs_bytes"]

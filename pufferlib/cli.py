@@ -1,4 +1,4 @@
-"""The ``puffer`` command: train, eval, bench, list, plot and tank. Nothing imports this module.
+"""The ``puffer`` command: train, eval, bench, sweep, watch, list, plot and tank. Nothing imports this module.
 
     puffer train puffer_squared --train.learning-rate 0.01
 """
@@ -425,6 +425,8 @@ commands:
                          --resume [latest|SWEEP] continues one, --sweep.storage postgresql://... shares one
   list                   envs with configs
   plot RUN|ENV [...]     learning curves to PNG: --metric env/score --output FILE
+  watch ENV              a web page on localhost: the policy playing and the newest run's live curve;
+                         --load-model-path PATH, --port 8000, --metric env/score
   tank ...               build and run the PufferTank containers
 
 Every key of pufferlib/configs/default.ini and of the env's .ini is a flag: --train.learning-rate 0.01,
@@ -456,8 +458,8 @@ def main(argv=None):
             args = parser.parse_args(rest)
             plot(args.runs, args.metric, args.output, args.data_dir)
             return 0
-        if command not in ("train", "eval", "bench", "sweep"):
-            hint = did_you_mean(command, ["train", "eval", "bench", "sweep", "list", "plot", "tank"])
+        if command not in ("train", "eval", "bench", "sweep", "watch"):
+            hint = did_you_mean(command, ["train", "eval", "bench", "sweep", "watch", "list", "plot", "tank"])
             print(f"Unknown command {command!r}.{hint}\n\n" + USAGE, file=sys.stderr)
             return 2
         if not rest or rest[0].startswith("-"):
@@ -469,6 +471,9 @@ def main(argv=None):
         parser.add_argument("--resume", nargs="?", const="latest", default=None)
         parser.add_argument("--load-model-path", default="latest" if command == "eval" else None)
         parser.add_argument("--config", default=None)
+        if command == "watch":
+            parser.add_argument("--port", type=int, default=8000)
+            parser.add_argument("--metric", default="env/score")
         args, flags = parser.parse_known_args(rest)
         config = load_config(env_name)
         if args.config:
@@ -494,6 +499,10 @@ def main(argv=None):
             # The run's own settings (its policy, its env parameters), with the flags given now.
             checkpoint = read_checkpoint(resolve_checkpoint(args.load_model_path, config["train"]["data_dir"], env_name))
             evaluate_policy(env_name, apply_flags(checkpoint["config"], flags), checkpoint)
+        elif command == "watch":
+            import pufferlib.watch
+
+            pufferlib.watch.watch(env_name, config, flags, args.load_model_path, port=args.port, metric=args.metric)
         elif command == "sweep":
             try:
                 import pufferlib.sweep  # optuna is imported only when asked for

@@ -50,8 +50,17 @@ def make_vecenv(env_name, config, num_envs=None):
         env_family(config).env_creator(env_name), env_kwargs=env_kwargs, backend=vec["backend"], num_envs=num_envs,
         num_workers=None if vec["num_workers"] == "auto" else vec["num_workers"],
         batch_size=None if vec["batch_size"] == "auto" else vec["batch_size"],
-        seed=config["base"]["seed"],
+        seed=config["base"]["seed"], timeout=vec_timeout(vec),
     )
+
+
+def vec_timeout(vec):
+    """[vec] timeout: positive seconds (inf or None: no limit). A run saved before the key existed
+    keeps the vector default."""
+    value = vec.get("timeout", pufferlib.vector.DEFAULT_TIMEOUT_S)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+        raise ConfigError(f"--vec.timeout {value!r}: give a positive number of seconds, or inf for no limit")
+    return value
 
 
 def set_torch_threads(config):

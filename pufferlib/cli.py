@@ -1,4 +1,4 @@
-"""The ``puffer`` command: train, eval, bench, list, plot and tank. Nothing imports this module.
+"""The ``puffer`` command: train, eval, bench, sweep, watch, list, plot and tank. Nothing imports this module.
 
     puffer train puffer_squared --train.learning-rate 0.01
 """
@@ -521,6 +521,8 @@ commands:
                          --resume [latest|SWEEP] continues one, --sweep.storage postgresql://... shares one
   list                   envs with configs
   plot RUN|ENV [...]     learning curves to PNG: --metric env/score --output FILE
+  watch ENV              a web page on localhost: the policy playing and the newest run's live curve;
+                         --load-model-path PATH, --port 8000, --metric env/score
   tank ...               build and run the PufferTank containers
 
 options:
@@ -540,12 +542,16 @@ COMMAND_OPTIONS = {
     "bench": [("--config FILE", "overlay an .ini on the env's config before the flags")],
     "sweep": [("--resume [latest|SWEEP]", "continue a sweep"),
               ("--config FILE", "overlay an .ini on the env's config before the flags")],
+    "watch": [("--load-model-path latest|RUN|FILE", "the policy to play (default: the newest run's best, else its last)"),
+              ("--port N", "the localhost port to serve on (default 8000; 0 takes any free one)"),
+              ("--metric NAME", "the metrics.jsonl column the live curve draws (default: env/score)")],
 }
 COMMAND_SUMMARIES = {
     "train": "train a policy on ENV",
     "eval": "play a trained policy on ENV and show it (the run's own settings, with these flags applied)",
     "bench": "steps per second of ENV alone (random actions) and of training on it",
     "sweep": "search hyperparameters for ENV ([sweep] section)",
+    "watch": "a web page on localhost: the policy playing ENV and the newest run's live learning curve",
 }
 # The config keys each command reads; a flag for another key does nothing there, so it is refused.
 EVAL_KEYS = {("base", "seed"), ("train", "device"), ("train", "data_dir")}
@@ -629,6 +635,9 @@ def main(argv=None):
             parser.add_argument("--load-model-path", default="latest" if command == "eval" else None)
         if "--config" in own:
             parser.add_argument("--config", default=None)
+        if command == "watch":
+            parser.add_argument("--port", type=int, default=8000)
+            parser.add_argument("--metric", default="env/score")
         args, flags = parser.parse_known_args(rest)
         config = load_config(env_name)
         if getattr(args, "config", None):
@@ -658,6 +667,10 @@ def main(argv=None):
             # The run's own settings (its policy, its env parameters), with the flags given now.
             checkpoint = read_checkpoint(resolve_checkpoint(args.load_model_path, config["train"]["data_dir"], env_name))
             evaluate_policy(env_name, apply_flags(checkpoint["config"], flags), checkpoint)
+        elif command == "watch":
+            from pufferlib import watch  # its http server is started only when asked for
+
+            watch.watch(env_name, config, flags, args.load_model_path, port=args.port, metric=args.metric)
         elif command == "sweep":
             try:
                 from pufferlib import sweep  # optuna is imported only when asked for

@@ -213,6 +213,19 @@ def test_bad_batch_geometry_is_explained():
         make_trainer(config)
 
 
+def test_vec_timeout_reaches_the_workers_and_bad_values_are_explained():
+    flags = ["--vec.backend", "Multiprocessing", "--vec.num-envs", "2", "--vec.num-workers", "2"]
+    assert load_config("puffer_squared")["vec"]["timeout"] == vector.DEFAULT_TIMEOUT_S
+    for given, expected in (("7.5", 7.5), ("inf", None)):
+        vecenv = assemble.make_vecenv("puffer_squared", config_for("puffer_squared", *flags, "--vec.timeout", given))
+        try:
+            assert isinstance(vecenv, vector.Multiprocessing) and vecenv.timeout == expected
+        finally:
+            vecenv.close()
+    with pytest.raises(ConfigError, match="--vec.timeout -1.0: give a positive number of seconds"):
+        assemble.make_vecenv("puffer_squared", config_for("puffer_squared", *flags, "--vec.timeout", "-1"))
+
+
 # -- learning ------------------------------------------------------------------------------------
 
 

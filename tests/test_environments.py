@@ -126,7 +126,7 @@ FAMILY_CONFIGS = {
     "NetHackScore-v0": ["--train.total-timesteps", "2048"],
     "Breakout-v5": ["--train.total-timesteps", "2048"],
     "Pong-v5": ["--train.total-timesteps", "2048"],
-    "knights_archers_zombies": ["--train.total-timesteps", "4096"],
+    "tictactoe": ["--train.total-timesteps", "8192"],
 }
 
 

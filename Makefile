@@ -13,15 +13,18 @@ setup: $(STAMP)
 # The third-party env families (NetHack, Atari, PettingZoo, Ray) come from requirements-envs.txt,
 # pinned to versions that install together; requirements-craftax.txt is the JAX reference that
 # the C Craftax is checked against.
+# The editable install compiles nothing (PUFFER_NO_EXTENSIONS=1): `build` compiles every extension
+# once, in place, where later builds reuse it; pip's editable build would compile them all in a
+# temporary folder first, and `build` again.
 $(STAMP): pyproject.toml setup.py requirements-envs.txt requirements-craftax.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip setuptools wheel cython numpy
 	$(BIN)/pip install torch==2.13.0
 	$(BIN)/pip install -r requirements-envs.txt -r requirements-craftax.txt
-	$(BIN)/pip install --no-build-isolation -e '.[dev]'
+	PUFFER_NO_EXTENSIONS=1 $(BIN)/pip install --no-build-isolation -e '.[dev]'
 	touch $(STAMP)
 
-# Recompiles the Ocean extensions after C or Cython edits (fast: only changed files rebuild).
+# Compiles the Ocean extensions in place; after C or Cython edits only the changed ones rebuild.
 build: setup
 	$(BIN)/python setup.py build_ext --inplace
 

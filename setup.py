@@ -1,7 +1,10 @@
 """Builds every Ocean env: ocean/<name>/binding.pyx, a Cython binding over a C header; and, where
 nvcc is found, the GPU Craftax library (ocean/craftax/libcraftax_gpu.so).
 
-Environment: PUFFER_NO_CUDA=1 skips the CUDA library; PUFFER_REQUIRE_CUDA=1 fails the build when
+Environment: PUFFER_NO_EXTENSIONS=1 installs the packages without compiling anything (the Makefile
+does so, then compiles once with build_ext --inplace: pip's editable build compiles in a temporary
+folder that a later build_ext --inplace cannot reuse, so it would compile everything twice);
+PUFFER_NO_CUDA=1 skips the CUDA library; PUFFER_REQUIRE_CUDA=1 fails the build when
 nvcc is missing; PUFFER_CUDA_ARCH lists the compute capabilities to compile machine code for
 (default "80,90": sm_80 and sm_90 code plus compute_90 PTX for newer GPUs).
 """
@@ -101,7 +104,7 @@ class BuildWithCuda(build_ext):
 
 setup(
     cmdclass={"build_ext": BuildWithCuda},
-    ext_modules=cythonize(
+    ext_modules=[] if os.environ.get("PUFFER_NO_EXTENSIONS") == "1" else cythonize(
         extensions,
         include_path=["ocean"],
         compiler_directives=dict(language_level=3, boundscheck=False, wraparound=False, cdivision=True),

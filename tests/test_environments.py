@@ -9,6 +9,7 @@ import torch
 from conftest import random_actions
 from gymnasium.utils.env_checker import check_env
 
+import pufferlib
 from pufferlib import vector
 from pufferlib.environments import atari, classic_control, nethack, pettingzoo
 from pufferlib.pytorch import nativize_dtype, nativize_tensor
@@ -118,3 +119,64 @@ def test_nethack_is_deterministic_through_nle_seeding():
     first = nethack_frames(seed=3, steps=100)  # two autoresets (40-step episodes): unseeded resets too
     assert np.array_equal(first, nethack_frames(seed=3, steps=100))
     assert not np.array_equal(first, nethack_frames(seed=4, steps=100))
+
+
+FAMILY_CONFIGS = {
+    # env name: flags that keep the run to two epochs
+    "NetHackScore-v0": ["--train.total-timesteps", "2048"],
+    "Breakout-v5": ["--train.total-timesteps", "2048"],
+    "Pong-v5": ["--train.total-timesteps", "2048"],
+    "tictactoe": ["--train.total-timesteps", "8192"],
+}
+
+
+def test_every_family_the_readme_names_has_a_config():
+    from pufferlib.config import env_config_files, load_config
+
+    files = env_config_files()
+    assert set(FAMILY_CONFIGS) <= set(files)
+    for env_name in FAMILY_CONFIGS:
+        assert load_config(env_name)["base"]["package"].startswith("pufferlib.environments.")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("env_name", FAMILY_CONFIGS)
+def test_family_config_trains_and_logs(env_name, tmp_path, capsys):
+    import json
+
+    from pufferlib import cli
+    from pufferlib.checkpoint import run_dirs
+
+    flags = ["--train.data-dir", str(tmp_path), "--train.dashboard", "plain", "--base.score-max-steps", "200"]
+    assert cli.main(["train", env_name, *FAMILY_CONFIGS[env_name], *flags]) == 0
+    assert "Finished" in capsys.readouterr().out
+    [run] = run_dirs(tmp_path, env_name)
+    lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert len(lines) == 2 and lines[-1]["step"] >= 2048
+    assert all(np.isfinite(lines[-1][f"losses/{name}"]) for name in ("policy_loss", "value_loss", "entropy"))
+    assert (run / "checkpoint.pt").stat().st_size > 0
+
+
+def test_nethack_policy_sees_the_window_around_the_hero():
+    from pufferlib.environments.nethack_policy import MAX_GLYPH, NetHackPolicy
+
+    envs = vector.make(nethack.env_creator("score", observation_keys=("glyphs", "blstats")), backend="serial", num_envs=2)
+    policy = NetHackPolicy(envs, crop=5)
+    observations, _ = envs.reset(seed=3)
+    native = nativize_tensor(torch.from_numpy(observations), policy.native_dtype)
+    window = policy.around_hero(native["glyphs"], native["blstats"])
+    x, y = (int(v) for v in native["blstats"][0, :2])
+    assert window.shape == (2, 5, 5)
+    assert window[0, 2, 2] == native["glyphs"][0, y, x]  # the hero is at the centre
+    corner = native["glyphs"].clone()
+    corner[:, :, :] = 7
+    blstats = native["blstats"].clone()
+    blstats[:, 0], blstats[:, 1] = 0, 0  # the top-left cell: half the window is off the map
+    window = policy.around_hero(corner, blstats)
+    assert (window[:, :2, :] == MAX_GLYPH).all() and (window[:, 2:, 2:] == 7).all()
+    logits, values, _ = policy.forward_eval(torch.from_numpy(observations))
+    assert logits.shape == (2, 23) and values.shape == (2,)
+    envs.close()
+    with pytest.raises(pufferlib.APIUsageError, match="glyphs and blstats"):
+        NetHackPolicy(vector.make(nethack.env_creator("score", observation_keys=("chars",)), backend="serial", num_envs=1))

@@ -2,7 +2,9 @@
 
 Frames are max-pooled over the skipped frames, converted to 84x84 grayscale and stacked four deep
 (gymnasium's AtariPreprocessing and FrameStackObservation); sticky actions as in ALE v5. Names are
-ale-py ROM ids such as ``breakout``, ``pong`` or ``space_invaders``.
+ale-py ROM ids such as ``breakout``, ``pong`` or ``space_invaders``, or the ids ale-py registers with
+Gymnasium without their ``ALE/`` prefix (``Pong-v5``, ``Breakout-v5``: the names the configs in
+``pufferlib/configs/atari.ini`` train).
 """
 
 import functools
@@ -15,14 +17,20 @@ from pufferlib.exceptions import did_you_mean
 
 
 def game_id(name):
-    """'space_invaders' -> 'ALE/SpaceInvaders-v5', checked against the ROMs ale-py ships."""
+    """'space_invaders' or 'SpaceInvaders-v5' -> 'ALE/SpaceInvaders-v5', checked against the ROMs
+    ale-py ships."""
     import ale_py
 
+    gymnasium.register_envs(ale_py)
+    if "ALE/" + name in gymnasium.registry:
+        return "ALE/" + name
     roms = ale_py.roms.get_all_rom_ids()
     if name not in roms:
         hint = did_you_mean(name, roms)
-        raise ValueError(f"Unknown Atari game {name!r}; valid names are ale-py ROM ids such as breakout, pong.{hint}")
-    gymnasium.register_envs(ale_py)
+        raise ValueError(
+            f"Unknown Atari game {name!r}; valid names are ale-py ROM ids such as breakout, pong, or their "
+            f"Gymnasium ids such as Breakout-v5.{hint}"
+        )
     return "ALE/" + "".join(part.capitalize() for part in name.split("_")) + "-v5"
 
 

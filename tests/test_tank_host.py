@@ -8,6 +8,7 @@ without it the tests skip, saying why; with CI=true a skip is a failure.
 import os
 import shutil
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -197,6 +198,18 @@ def test_login_hook_replaces_the_container_when_the_image_changed(docker_client,
         assert "starting container" not in output and "rebuilt" not in output and "inside build one" in output, output
 
         hook_image(docker_client, image, "two")
+        # Another login's session still runs in the container: replacing it would end that session.
+        session = "echo $$ > /tmp/session.pid && exec sleep 60"
+        subprocess.run(["docker", "exec", "--detach", name, "sh", "-c", session], check=True)
+        output = login(tmp_path, user, image)
+        assert f"{image} was rebuilt, but {name} has other sessions running: entering it as it is" in output
+        assert "inside build one" in output, output
+        subprocess.run(["docker", "exec", name, "sh", "-c", "kill $(cat /tmp/session.pid)"], check=True)
+        for _ in range(50):  # until the session is gone from the container's process list
+            if "sleep 60" not in subprocess.run(["docker", "top", name], capture_output=True, text=True).stdout:
+                break
+            time.sleep(0.2)
+
         output = login(tmp_path, user, image)
         assert f"{image} was rebuilt since {name} was created: replacing {name}" in output, output
         assert "inside build two" in output, output

@@ -90,8 +90,8 @@ class Progress:
 
     def vertex(self, vertex):
         digest, name = vertex[DIGEST].decode(), vertex.get(NAME, b"").decode()
-        if STARTED not in vertex and CACHED not in vertex:
-            return  # queued, not begun: printed when it starts
+        if not name or (STARTED not in vertex and CACHED not in vertex):
+            return  # unnamed internal work, or queued and not begun: printed when it starts
         number = self.number(digest, name)
         if STARTED in vertex:
             self.started.setdefault(digest, timestamp(vertex[STARTED]))

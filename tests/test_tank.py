@@ -199,7 +199,7 @@ def test_three_stages_build_and_are_tagged(built, docker_client):
         latest = docker_client.images.get(f"{PREFIX}/{stage}:latest")
         assert f"{PREFIX}/{stage}:{pufferlib.__version__}" in latest.tags
     if "base" in build_steps(built):
-        assert "Failed to initialize NumPy" not in built
+        assert "UserWarning: Failed to initialize NumPy" not in built  # torch, imported without NumPy
 
 
 @pytest.mark.docker

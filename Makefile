@@ -46,6 +46,6 @@ lint: setup
 	$(BIN)/ruff check pufferlib ocean scripts tests
 
 clean:
-	rm -rf build $(VENV) ocean/*/binding.c ocean/*/*.so *.egg-info
+	rm -rf build $(VENV) $(TANK_VENV) ocean/*/binding.c ocean/*/*.so *.egg-info
 
 include docker/Makefile.tank

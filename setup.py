@@ -6,10 +6,14 @@ does so, then compiles once with build_ext --inplace: pip's editable build compi
 folder that a later build_ext --inplace cannot reuse, so it would compile everything twice);
 PUFFER_NO_CUDA=1 skips the CUDA library; PUFFER_REQUIRE_CUDA=1 fails the build when
 nvcc is missing; PUFFER_CUDA_ARCH lists the compute capabilities to compile machine code for
-(default "80,90": sm_80 and sm_90 code plus compute_90 PTX for newer GPUs).
+(default "80,90": sm_80 and sm_90 code plus compute_90 PTX for newer GPUs). PUFFER_BUILD_CACHE=DIR
+keeps Cython's generated C and the CUDA library in DIR, keyed by the content they are built from,
+so that a fresh copy of the sources (an image build) regenerates only what changed; pair it with
+CC="ccache gcc" for the C compiles.
 """
 
 import glob
+import hashlib
 import os
 import shutil
 import subprocess
@@ -44,6 +48,7 @@ extensions = [
 CUDA_SOURCE = os.path.join("ocean", "craftax", "craftax_gpu.cu")
 CUDA_LIBRARY = os.path.join("ocean", "craftax", "libcraftax_gpu.so")
 CUDA_HEADERS = glob.glob(os.path.join("ocean", "craftax", "*.h")) + [os.path.join("ocean", "vecenv_gpu.cuh")]
+BUILD_CACHE = os.environ.get("PUFFER_BUILD_CACHE")
 
 
 def find_nvcc():
@@ -63,6 +68,16 @@ def cuda_arch_flags():
         raise SystemExit(f"PUFFER_CUDA_ARCH must list compute capabilities such as 80,90; got {os.environ['PUFFER_CUDA_ARCH']!r}")
     flags = [f"-gencode=arch=compute_{c},code=sm_{c}" for c in capabilities]
     return flags + [f"-gencode=arch=compute_{capabilities[-1]},code=compute_{capabilities[-1]}"]
+
+
+def cached_cuda_library(command):
+    """Where $PUFFER_BUILD_CACHE keeps the library that COMMAND builds from the CUDA sources as they are now."""
+    digest = hashlib.sha256(" ".join(command[1:-1]).encode())  # the flags: neither nvcc's path nor the output
+    digest.update(subprocess.run([command[0], "--version"], capture_output=True, check=True).stdout)
+    for path in sorted([CUDA_SOURCE, *CUDA_HEADERS]):
+        with open(path, "rb") as source:
+            digest.update(path.encode() + b"\0" + source.read())
+    return os.path.join(BUILD_CACHE, "cuda", f"libcraftax_gpu-{digest.hexdigest()[:32]}.so")
 
 
 def nvcc_command(nvcc, output):
@@ -95,11 +110,20 @@ class BuildWithCuda(build_ext):
                 return
         os.makedirs(os.path.dirname(output), exist_ok=True)
         command = nvcc_command(nvcc, output)
+        cached = cached_cuda_library(command) if BUILD_CACHE else None
+        if cached and os.path.exists(cached):
+            shutil.copyfile(cached, output)
+            print(f"CraftaxGPU: {output} from the build cache ({cached})")
+            return
         print("CraftaxGPU: " + " ".join(command), flush=True)
         started = time.monotonic()
         if subprocess.run(command).returncode != 0:
             raise SystemExit(f"CraftaxGPU: nvcc failed to compile {CUDA_SOURCE} (see above)")
         print(f"CraftaxGPU: built {output} in {time.monotonic() - started:.0f} s", file=sys.stderr)
+        if cached:
+            os.makedirs(os.path.dirname(cached), exist_ok=True)
+            shutil.copyfile(output, cached + ".part")
+            os.replace(cached + ".part", cached)
 
 
 setup(
@@ -108,5 +132,6 @@ setup(
         extensions,
         include_path=["ocean"],
         compiler_directives=dict(language_level=3, boundscheck=False, wraparound=False, cdivision=True),
+        cache=os.path.join(BUILD_CACHE, "cython") if BUILD_CACHE else None,
     ),
 )

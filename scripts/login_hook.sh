@@ -19,13 +19,35 @@ puffertank_login() {
   fi
   local image=${PUFFERTANK_IMAGE:-puffertank/puffer:latest}
   local name=puffertank-$USER
-  local running
+  local reply container wanted
   if ! command -v docker >/dev/null; then
     echo "puffertank: docker is not installed: staying on the host (see setup/setup.sh)"
     return 0
   fi
-  if ! running=$(docker inspect --format '{{.State.Running}}' "$name" 2>/dev/null); then
-    if ! docker image inspect "$image" >/dev/null 2>&1; then
+  if ! reply=$(docker info --format '{{.ServerVersion}}' 2>&1); then
+    case $reply in
+      *"permission denied"*)
+        echo "puffertank: $USER may not use docker (sudo usermod -aG docker $USER, then log in again): staying on the host" ;;
+      *)
+        echo "puffertank: the docker daemon (dockerd) is not running (sudo systemctl start docker): staying on the host" ;;
+    esac
+    return 0
+  fi
+  wanted=$(docker image inspect --format '{{.Id}}' "$image" 2>/dev/null) || wanted=
+  # "RUNNING IMAGE-ID" of the persistent container, or nothing when there is none.
+  container=$(docker inspect --format '{{.State.Running}} {{.Image}}' "$name" 2>/dev/null) || container=
+  if [ -n "$container" ] && [ -n "$wanted" ] && [ "${container#* }" != "$wanted" ]; then
+    # Other logins' shells run beside the container's own `sleep infinity`: replacing it would end them.
+    if [ "$(docker top "$name" -o pid 2>/dev/null | wc -l)" -gt 2 ]; then
+      echo "puffertank: $image was rebuilt, but $name has other sessions running: entering it as it is (the new image once they end and you log in again, or now: docker rm -f $name)"
+    else
+      echo "puffertank: $image was rebuilt since $name was created: replacing $name with a container of the new image (~/host keeps your files)"
+      docker rm --force "$name" >/dev/null || return 0
+      container=
+    fi
+  fi
+  if [ -z "$container" ]; then
+    if [ -z "$wanted" ]; then
       echo "puffertank: no image $image (build it: make tank): staying on the host"
       return 0
     fi
@@ -34,7 +56,7 @@ puffertank_login() {
     echo "puffertank: starting container $name from $image"
     docker run --detach --name "$name" "${gpus[@]}" --ipc host --network host --restart unless-stopped \
       --volume "$HOME:/home/puffer/host" "$image" sleep infinity >/dev/null || return 0
-  elif [ "$running" = false ]; then
+  elif [ "${container%% *}" = false ]; then
     docker start "$name" >/dev/null || return 0
   fi
   echo "puffertank: entering $name (exit leaves the ssh session; host shell: ssh -t ... bash, or touch ~/.puffertank-host)"

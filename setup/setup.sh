@@ -4,7 +4,9 @@
 # user in the docker group and, optionally, an ssh login that lands in the container.
 #
 # Idempotent: every step looks at the system first and changes only what is missing, so a second
-# run changes nothing. Other distributions and releases are refused.
+# run changes nothing. Other distributions and releases are refused. A step that cannot finish (a
+# download that fails, a conflicting package) says what went wrong and how to fix it; the steps that
+# do not need it still run, and the script exits non-zero at the end, listing what failed.
 #
 # usage: sudo setup/setup.sh [options]
 #   --dry-run           print every step and what it would run; change nothing (root not needed)
@@ -74,7 +76,9 @@ fi
 arch=$(dpkg --print-architecture)
 total=10
 number=0
+title=
 changes=0
+failures=()
 step_changed=0
 apt_fresh=0
 systemd=0
@@ -82,8 +86,14 @@ systemd=0
 
 step() {
   number=$((number + 1))
+  title=$1
   step_changed=0
   printf '[%d/%d] %s\n' "$number" "$total" "$1"
+}
+# Records that this step could not finish: WHAT went wrong, and the FIX.
+failed() {
+  printf '  FAILED: %s\n  fix: %s\n' "$1" "$2"
+  failures+=("[$number/$total] $title: $1. Fix: $2")
 }
 ok() { printf '  ok: %s\n' "$1"; }
 skip() { printf '  skip: %s\n' "$1"; }
@@ -147,15 +157,28 @@ append() {
   fi
 }
 # Fetches URL to PATH once: keys and repository lists are never rewritten behind the admin's back.
+# Returns non-zero, leaving no partial file, when the download fails (curl says why).
 ensure_download() {
   local url=$1 path=$2
   if [ -s "$path" ]; then
     ok "$path present"
     return 0
   fi
-  act install -d -m 0755 "$(dirname "$path")"
-  act curl -fsSL "$url" -o "$path"
+  changed
+  if [ "$dry_run" = 1 ]; then
+    printf '  would run: curl -fsSL %s -o %s\n' "$url" "$path"
+    return 0
+  fi
+  printf '  + curl -fsSL %s -o %s\n' "$url" "$path"
+  install -d -m 0755 "$(dirname "$path")" || return 1
+  if ! curl -fsSL "$url" -o "$path.part"; then
+    rm -f "$path.part"
+    return 1
+  fi
+  mv "$path.part" "$path"
 }
+# The fix for a download from HOST that failed.
+unreachable() { echo "check that this box reaches $1 (DNS, proxy, firewall), then run setup.sh again$2"; }
 # A new or changed repository makes the package lists stale.
 ensure_repository() {
   ensure_file "$1" 0644 "$2"
@@ -209,6 +232,8 @@ else
 fi
 
 step "Docker ($docker_kind)"
+# 0 when this run could not install docker: the container toolkit then waits for the next run.
+docker_ok=1
 case $docker_kind in
   none) skip "--docker=none" ;;
   debian)
@@ -217,22 +242,31 @@ case $docker_kind in
     ;;
   docker-ce)
     if installed docker.io; then
-      echo "setup.sh: Debian's docker.io is installed and conflicts with docker-ce; remove it first (apt-get remove docker.io)" >&2
-      exit 1
+      failed "Debian's docker.io is installed, and it conflicts with docker-ce" \
+        "apt-get remove docker.io (or keep it: --docker=debian)"
+      # A dry run goes on to show what the step would do once the conflict is gone.
+      if [ "$dry_run" = 0 ]; then docker_ok=0; fi
     fi
-    ensure_download https://download.docker.com/linux/debian/gpg /etc/apt/keyrings/docker.asc
-    ensure_repository /etc/apt/sources.list.d/docker.list \
-      "deb [arch=$arch signed-by=/etc/apt/keyrings/docker.asc] https://download.docker.com/linux/debian bookworm stable"
-    ensure_packages docker-ce docker-ce-cli containerd.io docker-buildx-plugin
-    ensure_service docker
+    if [ "$docker_ok" = 0 ]; then
+      :
+    elif ensure_download https://download.docker.com/linux/debian/gpg /etc/apt/keyrings/docker.asc; then
+      ensure_repository /etc/apt/sources.list.d/docker.list \
+        "deb [arch=$arch signed-by=/etc/apt/keyrings/docker.asc] https://download.docker.com/linux/debian bookworm stable"
+      ensure_packages docker-ce docker-ce-cli containerd.io docker-buildx-plugin
+      ensure_service docker
+    else
+      docker_ok=0
+      failed "could not download Docker's signing key" "$(unreachable download.docker.com ', or use --docker=debian')"
+    fi
     ;;
 esac
 
 step "NVIDIA container toolkit (GPUs inside containers)"
 if [ "$gpu" = 0 ] || [ "$docker_kind" = none ]; then
   skip "needs a GPU and docker"
-else
-  ensure_download https://nvidia.github.io/libnvidia-container/gpgkey /etc/apt/keyrings/nvidia-container-toolkit.asc
+elif [ "$docker_ok" = 0 ]; then
+  skip "needs docker, which step 5 could not install"
+elif ensure_download https://nvidia.github.io/libnvidia-container/gpgkey /etc/apt/keyrings/nvidia-container-toolkit.asc; then
   ensure_repository /etc/apt/sources.list.d/nvidia-container-toolkit.list \
     "deb [signed-by=/etc/apt/keyrings/nvidia-container-toolkit.asc] https://nvidia.github.io/libnvidia-container/stable/deb/$arch /"
   ensure_packages nvidia-container-toolkit
@@ -242,18 +276,21 @@ else
     act nvidia-ctk runtime configure --runtime=docker
     if [ "$systemd" = 1 ]; then act systemctl restart docker; fi
   fi
+else
+  failed "could not download the NVIDIA container toolkit's signing key" "$(unreachable nvidia.github.io)"
 fi
 
 step "Tailscale"
 if [ "$tailscale" = 0 ]; then
   skip "--no-tailscale"
-else
-  ensure_download https://pkgs.tailscale.com/stable/debian/bookworm.noarmor.gpg /usr/share/keyrings/tailscale-archive-keyring.gpg
+elif ensure_download https://pkgs.tailscale.com/stable/debian/bookworm.noarmor.gpg /usr/share/keyrings/tailscale-archive-keyring.gpg; then
   ensure_repository /etc/apt/sources.list.d/tailscale.list \
     "deb [signed-by=/usr/share/keyrings/tailscale-archive-keyring.gpg] https://pkgs.tailscale.com/stable/debian bookworm main"
   ensure_packages tailscale
   ensure_service tailscaled
   note "join the tailnet once with: sudo tailscale up"
+else
+  failed "could not download Tailscale's signing key" "$(unreachable pkgs.tailscale.com ', or skip Tailscale: --no-tailscale')"
 fi
 
 step "User $user in the docker group"
@@ -313,4 +350,9 @@ if [ "$dry_run" = 1 ]; then
   echo "setup.sh (dry run): $changes steps would change this system"
 else
   echo "setup.sh: $changes steps changed this system"
+fi
+if [ "${#failures[@]}" -gt 0 ]; then
+  echo "setup.sh: ${#failures[@]} of $total steps could not finish; the others ran:" >&2
+  printf '  %s\n' "${failures[@]}" >&2
+  exit 1
 fi

@@ -30,6 +30,35 @@ def unavailable(reason):
     pytest.skip(reason)
 
 
+# The image the tank tests build stage 1 on (.ci/docker.sh makes it), standing in for Docker Hub's.
+ROOTFS = os.environ.get("PUFFERTANK_ROOTFS_TAG", "puffertank/bookworm-rootfs")
+
+
+@pytest.fixture(scope="session")
+def docker_sdk():
+    try:
+        import docker
+    except ImportError:
+        unavailable("the Docker SDK for Python (pip install docker) is not installed")
+    return docker
+
+
+@pytest.fixture(scope="session")
+def docker_client(docker_sdk):
+    docker = docker_sdk
+    try:
+        client = docker.from_env()
+        client.ping()
+    except docker.errors.DockerException as error:
+        unavailable(f"no docker daemon to talk to ({error})")
+    try:
+        client.images.get(ROOTFS)
+    except docker.errors.ImageNotFound:
+        unavailable(f"no image {ROOTFS}: .ci/docker.sh makes it with debootstrap")
+    return client
+
+
+
 def random_actions(space, count, rng):
     """``count`` random actions of ``space`` (Discrete, MultiDiscrete or Box) as one array."""
     if isinstance(space, gymnasium.spaces.Discrete):

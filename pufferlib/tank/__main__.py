@@ -1,0 +1,5 @@
+import sys
+
+from pufferlib.tank import main
+
+sys.exit(main())

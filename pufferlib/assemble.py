@@ -40,6 +40,8 @@ def make_vecenv(env_name, config, num_envs=None):
     vec = config["vec"]
     env_kwargs = dict(config["env"])
     num_envs = num_envs or vec["num_envs"]
+    if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
+        raise ConfigError(f"--vec.num-envs {num_envs!r}: give a positive number of envs")
     if vec["device"] != "cpu":
         # An env on the GPU is its own vectorization: the trainer drives its device hooks.
         creator = env_family(config).env_creator(env_name, device=vec["device"])

@@ -27,7 +27,7 @@ SUBPROCESS_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(
 
 # (argv, what stderr must say, what it must not): each a user error, answered in one line, exit 2.
 BAD_INPUTS = [
-    (["train", "puffer_squared", "--vec.num-envs", "-5"], "num_envs", None),
+    (["train", "puffer_squared", "--vec.num-envs", "-5"], "--vec.num-envs -5", None),
     (["train", "puffer_squared", "--env.size", "0"], "size must be between 3 and 255, got 0", None),
     (["train", "puffer_squared", "--env.sise", "9"], "Did you mean --env.size?", None),
     (["train", "puffer_squared", "--train.data-dir", "/proc/puffer-runs"], "cannot create the run folder", None),

@@ -34,6 +34,7 @@ from pufferlib.pytorch import (
     capture_graph,
     clear_finished,
     linear_scan,
+    load_optimizer_state,
     sample_logits,
     side_stream,
     torch_dtype,
@@ -645,7 +646,7 @@ class PuffeRL:
         (otherwise the envs start fresh episodes)."""
         check_architecture(checkpoint, self.policy, self.vecenv)
         load_weights(self.policy, checkpoint)
-        self.optimizer.load_state_dict(checkpoint["optimizer"])
+        load_optimizer_state(self.optimizer, checkpoint["optimizer"])
         self.global_step, self.epoch, self.elapsed = checkpoint["global_step"], checkpoint["epoch"], checkpoint["elapsed"]
         self.solved = tuple(checkpoint["solved"]) if checkpoint["solved"] else None
         self.generator.set_state(checkpoint["generator"])

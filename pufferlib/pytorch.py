@@ -189,6 +189,22 @@ class CombinedOptimizer:
             optimizer.load_state_dict(state[str(i)])
 
 
+def load_optimizer_state(optimizer, state):
+    """Loads a saved optimizer state (a torch optimizer's or a ``CombinedOptimizer``'s) but keeps
+    this optimizer's device flags: a checkpoint written on a CPU resumes on a GPU as the fused,
+    capturable Adam a CUDA graph needs, and one written on a GPU resumes on a CPU."""
+    optimizer.load_state_dict(state)
+    for part in getattr(optimizer, "optimizers", [optimizer]):
+        flags = {flag: part.defaults[flag] for flag in ("fused", "capturable") if flag in part.defaults}
+        for group in part.param_groups:
+            group.update(flags)
+            for p in group["params"]:
+                step = part.state.get(p, {}).get("step")
+                if torch.is_tensor(step):
+                    on_device = group.get("fused") or group.get("capturable")
+                    part.state[p]["step"] = step.to(p.device if on_device else "cpu", torch.float32)
+
+
 # CUDA graphs ----------------------------------------------------------------------------------
 # A graph replays the kernels one call of a function launched, at the same addresses, for one
 # launch from the host; the function must only queue device work (no host reads, no allocation

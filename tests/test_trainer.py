@@ -311,6 +311,26 @@ def test_scaling_a_steps_change_equals_stepping_with_the_scaled_rate(optimizer):
         torch.testing.assert_close(scaled, direct, rtol=1e-5, atol=1e-7)
 
 
+def test_a_checkpoint_from_another_device_keeps_this_devices_optimizer_flags():
+    """A GPU run's optimizer is fused and capturable (a CUDA graph needs it); resumed on a CPU it
+    must step as a CPU optimizer, and a CPU run resumed on a GPU must become capturable."""
+    config = config_for("puffer_squared", "--train.optimizer", "muon", "--policy.num-layers", "2")
+    trainer = make_trainer(config)
+    run_epochs(trainer, 1)
+    checkpoint = trainer.state_dict()
+    for part in checkpoint["optimizer"].values():
+        for group in part["param_groups"]:
+            if "fused" in group:  # Adam's groups (Muon has neither flag)
+                group.update(fused=True, capturable=True)
+    resumed = make_trainer(config)
+    resumed.load_checkpoint(checkpoint)
+    assert all(not group.get("fused") and not group.get("capturable") for group in resumed.optimizer.param_groups)
+    run_epochs(resumed, 1)
+    assert all(torch.isfinite(p).all() for p in resumed.policy.parameters())
+    trainer.close()
+    resumed.close()
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_graphed_update_replays_the_eager_update():

@@ -2,8 +2,8 @@ import gymnasium
 import numpy as np
 
 from ocean.env import OceanEnv, check_int
-from pufferlib.exceptions import ParameterError
 from ocean.snake import binding
+from pufferlib.exceptions import ParameterError
 
 
 class Snake(OceanEnv):

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -293,6 +294,81 @@ def test_a_rank_in_the_tank_gets_the_job_variables_and_the_host_network(docker_c
         assert f"{name}={value}" in inside, result.stdout
     assert "UNRELATED_SECRET=x" not in inside
     assert f"interfaces: {' '.join(sorted(os.listdir('/sys/class/net')))}" in inside
+
+
+@pytest.mark.docker
+def test_sigterm_stops_the_container(docker_client):
+    """torchrun stops the ranks of a failed job with SIGTERM: a rank that is `puffer tank run` must
+    take its container down with it, not leave it running."""
+    marker = f"rank-{uuid.uuid4().hex}"
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pufferlib.tank",
+            "run",
+            "--image",
+            ROOTFS,
+            "--no-mount",
+            "--gpus",
+            "none",
+            "--",
+            "sh",
+            "-c",
+            f"echo {marker}; exec sleep 300",
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert run.stdout.readline().strip() == marker
+        run.send_signal(signal.SIGTERM)
+        run.communicate(timeout=60)
+        assert run.returncode == 128 + signal.SIGTERM
+        containers = subprocess.run(
+            ["docker", "ps", "--all", "--no-trunc", "--format", "{{.Command}}"], capture_output=True, text=True
+        )
+        assert marker not in containers.stdout
+    finally:
+        run.kill()
+
+
+@pytest.mark.docker
+def test_torchrun_on_the_host_starts_each_rank_in_a_container(built):
+    """A launcher on the host that starts every rank as `puffer tank run` (here torchrun): the ranks
+    find each other through the variables passed in and the host network, and train one policy."""
+    rank = [sys.executable, "-m", "pufferlib.tank", "--prefix", PREFIX, "run", "--no-mount", "--gpus", "none", "--"]
+    train = ["puffer", "train", "puffer_squared", "--vec.num-envs", "64", "--train.total-timesteps", "20000"]
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            "--no-python",
+            *rank,
+            *train,
+            "--train.device",
+            "cpu",
+            "--train.dashboard",
+            "plain",
+            "--train.data-dir",
+            "/tmp/runs",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-5000:]
+    assert output.count("Training puffer_squared on cpu x 2 ranks") == 1, output[-5000:]
+    assert "Finished 20.5k steps" in output
 
 
 @pytest.mark.docker

@@ -154,9 +154,19 @@ def start(client, container_id):
         raise explain(error, "start the container") from None
 
 
+class Terminated(Exception):
+    """SIGTERM arrived: a launcher (torchrun stopping the ranks of a failed job) ends this run."""
+
+
+def raise_terminated(signum, frame):
+    raise Terminated
+
+
 def run_streaming(client, container_id):
-    """Runs without a terminal: output streams back, the exit status is returned."""
+    """Runs without a terminal: output streams back, the exit status is returned. Ctrl-C or
+    SIGTERM stops the container, which would otherwise run on without this process."""
     start(client, container_id)
+    previous_handler = signal.signal(signal.SIGTERM, raise_terminated)
     try:
         for data in client.api.logs(container_id, stream=True, follow=True):
             sys.stdout.buffer.write(data)
@@ -165,6 +175,11 @@ def run_streaming(client, container_id):
     except KeyboardInterrupt:
         client.api.stop(container_id, timeout=5)
         return 130
+    except Terminated:
+        client.api.stop(container_id, timeout=5)
+        return 128 + signal.SIGTERM
+    finally:
+        signal.signal(signal.SIGTERM, previous_handler)
 
 
 def run_interactive(client, container_id):

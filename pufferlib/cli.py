@@ -78,10 +78,13 @@ def train(env_name, config, resume=None, load_model_path=None):
     every rank runs this; rank 0 alone writes the run folder and prints.
     """
     world = make_world(config, resolve_device(config["train"]["device"]))
+    completed = False
     try:
-        return train_ranks(env_name, config, world, resume, load_model_path)
+        trainer = train_ranks(env_name, config, world, resume, load_model_path)
+        completed = True
+        return trainer
     finally:
-        world.close()
+        world.close(completed)
 
 
 def train_ranks(env_name, config, world, resume, load_model_path):

@@ -5,7 +5,8 @@
 # when it declines the login simply goes on in the host's shell.
 #
 # The container (puffertank-$USER) persists between logins: tmux sessions, running jobs and
-# installed packages survive a disconnect. The host home is mounted at /home/puffer/host.
+# installed packages survive a disconnect. The host home is mounted at /home/puffer/host. The
+# container shares the host's network, so the ranks of a multi-node job reach each other.
 #
 # Ways out, to the host's shell: `ssh -t USER@BOX bash` (a command skips login files), or
 # `touch ~/.puffertank-host` (remove it to come back). PUFFERTANK_IMAGE picks another image.
@@ -59,8 +60,19 @@ puffertank_login() {
   elif [ "${container%% *}" = false ]; then
     docker start "$name" >/dev/null || return 0
   fi
+  # A data-parallel job's settings that this login has (from ~/.bash_profile, or ssh's SendEnv):
+  # torchrun's variables and options and NCCL's and gloo's. The list is pufferlib/tank/run.py's.
+  local passed=() variable
+  for variable in $(compgen -e); do
+    case $variable in
+      MASTER_ADDR | MASTER_PORT | RANK | WORLD_SIZE | LOCAL_RANK | LOCAL_WORLD_SIZE | GROUP_RANK | GROUP_WORLD_SIZE | \
+        ROLE_RANK | ROLE_NAME | ROLE_WORLD_SIZE | TORCHELASTIC_RUN_ID | TORCHELASTIC_RESTART_COUNT | \
+        TORCHELASTIC_MAX_RESTARTS | TORCHELASTIC_USE_AGENT_STORE | OMP_NUM_THREADS | PET_* | NCCL_* | TORCH_NCCL_* | GLOO_*)
+        passed+=(--env "$variable") ;;
+    esac
+  done
   echo "puffertank: entering $name (exit leaves the ssh session; host shell: ssh -t ... bash, or touch ~/.puffertank-host)"
-  exec docker exec --interactive --tty "$name" /usr/local/bin/puffertank-entrypoint bash --login
+  exec docker exec "${passed[@]}" --interactive --tty "$name" /usr/local/bin/puffertank-entrypoint bash --login
 }
 
 puffertank_login

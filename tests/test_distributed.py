@@ -2,6 +2,7 @@
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -18,10 +19,16 @@ TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--np
 QUIET = ["--train.device", "cpu", "--train.dashboard", "plain", "--train.print-interval", "1000"]
 
 
-def torchrun(*args, **kwargs):
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen([*TORCHRUN, *args], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, **kwargs)
+def torchrun(*args, launcher=TORCHRUN, env=None):
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", **(env or {})}
+    return subprocess.Popen([*launcher, *args], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 @pytest.mark.slow
@@ -47,8 +54,10 @@ def test_two_ranks_train_one_policy_and_only_rank_0_reports(tmp_path):
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_a_dead_rank_stops_every_rank_and_keeps_the_checkpoint(tmp_path):
+    # Collectives would wait 10 minutes for the dead rank: ending within a minute is the ranks' doing.
     run = torchrun("-m", "pufferlib.cli", "train", "puffer_squared", "--vec.num-envs", "64", "--train.total-timesteps",
-                   "1e9", "--train.checkpoint-interval", "1", "--train.data-dir", str(tmp_path), *QUIET)
+                   "1e9", "--train.checkpoint-interval", "1", "--train.distributed-timeout", "600",
+                   "--train.data-dir", str(tmp_path), *QUIET)
     deadline = time.time() + 120
     while time.time() < deadline and not list(tmp_path.glob("*/checkpoint.pt")):
         time.sleep(0.2)
@@ -57,8 +66,66 @@ def test_a_dead_rank_stops_every_rank_and_keeps_the_checkpoint(tmp_path):
     os.kill(workers[-1].pid, signal.SIGKILL)
     out, _ = run.communicate(timeout=60)  # the other rank does not hang on a collective
     assert run.returncode != 0
+    assert "Signal 9 (SIGKILL) received by PID" in out  # torchrun names the rank that died
     assert not any(worker.is_running() and worker.status() != psutil.STATUS_ZOMBIE for worker in workers)
     read_checkpoint(run_dirs(tmp_path, "puffer_squared")[-1])  # loadable
+
+
+@pytest.mark.timeout(120)
+def test_a_rank_that_raises_stops_every_rank_with_its_error(tmp_path):
+    """Rank 0 cannot make the run folder while rank 1 waits for its name in a collective."""
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("")
+    run = torchrun("-m", "pufferlib.cli", "train", "puffer_squared", "--vec.num-envs", "64",
+                   "--train.distributed-timeout", "600", "--train.data-dir", str(not_a_folder), *QUIET)
+    out, _ = run.communicate(timeout=60)  # not the 600 s a collective would wait
+    assert run.returncode != 0
+    assert f"puffer: error: cannot create the run folder {not_a_folder}/puffer_squared_" in out
+    assert "SIGABRT" not in out and "terminate called" not in out
+
+
+def torchrun_node(port, *args):
+    """One node of a two-node job, started as on its own machine: it finds the other through the
+    c10d rendezvous at 127.0.0.1:PORT, and its ranks talk over the interface named for gloo."""
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
+                "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "two-nodes"]
+    return torchrun(*args, launcher=launcher, env={"GLOO_SOCKET_IFNAME": "lo"})
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_two_nodes_meet_at_the_rendezvous_and_train_one_policy(tmp_path):
+    port = free_port()
+    train = ["-m", "pufferlib.cli", "train", "puffer_squared", "--vec.num-envs", "64", *QUIET]
+    nodes = [torchrun_node(port, *train, "--train.total-timesteps", "40000", "--train.data-dir", str(tmp_path))
+             for _ in range(2)]
+    outs = [node.communicate(timeout=240)[0] for node in nodes]
+    for node, out in zip(nodes, outs):
+        assert node.returncode == 0, out
+    assert sum(out.count("Training puffer_squared on cpu x 2 ranks") for out in outs) == 1
+    [run_dir] = run_dirs(tmp_path, "puffer_squared")
+    checkpoint = read_checkpoint(run_dir)
+    assert checkpoint["global_step"] == checkpoint["epoch"] * 2 * 64 * 32 >= 40000
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_rank_dying_on_one_node_stops_the_other_node(tmp_path):
+    port = free_port()
+    # Collectives would wait 10 minutes for the dead rank: ending within a minute is the ranks' doing.
+    nodes = [torchrun_node(port, "-m", "pufferlib.cli", "train", "puffer_squared", "--vec.num-envs", "64",
+                           "--train.total-timesteps", "1e9", "--train.checkpoint-interval", "1",
+                           "--train.distributed-timeout", "600", "--train.data-dir", str(tmp_path), *QUIET)
+             for _ in range(2)]
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(tmp_path.glob("*/checkpoint.pt")):
+        time.sleep(0.2)
+    [worker] = psutil.Process(nodes[1].pid).children(recursive=True)
+    os.kill(worker.pid, signal.SIGKILL)
+    for node in nodes:
+        node.communicate(timeout=60)
+        assert node.returncode != 0
+    read_checkpoint(run_dirs(tmp_path, "puffer_squared")[-1])
 
 
 MISMATCH = """
@@ -83,6 +150,7 @@ def test_ranks_with_different_configs_refuse_to_start(tmp_path):
     assert run.returncode != 0
     assert "rank 0: ranks were started with different configs" in out
     assert "rank 1: ranks were started with different configs" in out
+    assert "terminate called" not in out  # each rank left its process group before exiting (no SIGABRT)
 
 
 def test_distributed_on_without_torchrun_is_a_clear_error(capsys, monkeypatch):
@@ -90,3 +158,82 @@ def test_distributed_on_without_torchrun_is_a_clear_error(capsys, monkeypatch):
         monkeypatch.delenv(name, raising=False)
     assert cli.main(["train", "puffer_squared", "--train.distributed", "on", *QUIET]) == 2
     assert "needs torchrun's variables" in capsys.readouterr().err
+
+
+def launch_by_hand(ranks, port, *flags):
+    """Processes started the way a launcher other than torchrun would: each with the variables
+    given for it in ``ranks`` ({"RANK": ..., "WORLD_SIZE": ...}); their outputs."""
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "pufferlib.cli", "train", "puffer_squared", "--vec.num-envs", "8", *QUIET, *flags],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env={**os.environ, "OMP_NUM_THREADS": "1", "LOCAL_RANK": variables["RANK"], "MASTER_ADDR": "127.0.0.1",
+                 "MASTER_PORT": str(port), **variables},
+        )
+        for variables in ranks
+    ]
+    return [(process.communicate(timeout=90)[0], process.returncode) for process in processes]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("sizes", [("3", "3"), ("2", "3")], ids=["fewer-ranks-than-WORLD_SIZE", "WORLD_SIZE-differs"])
+def test_a_wrong_world_size_is_one_clear_error_on_every_rank(tmp_path, sizes):
+    ranks = [{"RANK": str(rank), "WORLD_SIZE": size} for rank, size in enumerate(sizes)]
+    results = launch_by_hand(ranks, free_port(), "--train.distributed-timeout", "2", "--train.data-dir", str(tmp_path))
+    for rank, (out, returncode) in enumerate(results):
+        assert returncode == 2, out
+        assert f"puffer: error: rank {rank} of WORLD_SIZE {sizes[rank]} could not start with the other ranks" in out
+        assert "Every rank needs the same WORLD_SIZE" in out
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    "variables, message",
+    [
+        ({"RANK": "1"}, "missing WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT (set: RANK=1)"),
+        ({"RANK": "0", "WORLD_SIZE": "two", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"},
+         "WORLD_SIZE='two': torchrun's WORLD_SIZE is a whole number"),
+        ({"RANK": "2", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"},
+         "RANK=2 is outside WORLD_SIZE=2: ranks are numbered 0 to 1"),
+        ({"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "2", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+          "MASTER_PORT": "29500"}, "LOCAL_RANK=2 with LOCAL_WORLD_SIZE=2"),
+        ({"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "70000"},
+         "MASTER_PORT=70000 is not a TCP port"),
+    ],
+    ids=["RANK-alone", "WORLD_SIZE-not-a-number", "RANK-outside", "LOCAL_RANK-outside", "MASTER_PORT-out-of-range"],
+)
+def test_torchrun_variables_set_wrongly_are_a_clear_error(capsys, monkeypatch, variables, message):
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    assert cli.main(["train", "puffer_squared", *QUIET]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_distributed_off_trains_alone_whatever_the_variables_say(monkeypatch, tmp_path):
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "two")
+    trainer = cli.train("puffer_squared", cli.apply_flags(cli.load_config("puffer_squared"), [
+        "--train.distributed", "off", "--vec.num-envs", "8", "--train.total-timesteps", "512",
+        "--train.data-dir", str(tmp_path), *QUIET]))
+    assert trainer.world.size == 1 and trainer.global_step >= 512
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.xfail(strict=True, reason="PuffeRL counts the budget in epochs of the rank count it runs with: "
+                   "a checkpoint of another rank count stops early (1 -> 2) or overshoots (2 -> 1)")
+def test_resume_with_another_number_of_ranks_trains_to_the_budget(tmp_path):
+    flags = ["--vec.num-envs", "64", "--train.data-dir", str(tmp_path), *QUIET]  # 2048 steps a rank per epoch
+    alone = cli.train("puffer_squared", cli.apply_flags(cli.load_config("puffer_squared"),
+                                                        [*flags, "--train.total-timesteps", "8192"]))
+    assert alone.global_step == 8192
+
+    run = torchrun("-m", "pufferlib.cli", "train", "puffer_squared", *flags, "--resume", "--train.total-timesteps", "16384")
+    out, _ = run.communicate()
+    assert run.returncode == 0, out
+    assert read_checkpoint(alone.run_dir)["global_step"] == 16384  # two epochs of two ranks
+
+    config = cli.apply_flags(read_checkpoint(alone.run_dir)["config"], ["--train.total-timesteps", "24576"])
+    assert cli.train("puffer_squared", config, resume=str(alone.run_dir)).global_step == 24576  # four of one

@@ -1,7 +1,8 @@
 """The tank's images, for real: hadolint and shellcheck on every Dockerfile and shell script, the
 three images built with a debootstrapped Debian bookworm standing in for the CUDA base (Docker Hub
-is out of reach), the stage-3 image run (training, NetHack, the user, the GPU errors), and edits
-rebuilding only what they touch: a Python edit compiles nothing, a C edit compiles only its env.
+is out of reach), the stage-3 image run (training, NetHack, the user, the GPU errors), a container
+run as one rank of a multi-node job, and edits rebuilding only what they touch: a Python edit
+compiles nothing, a C edit compiles only its env.
 tests/test_tank_host.py covers the host side (setup/setup.sh, the login hook, the light venv).
 
 Needs what .ci/docker.sh provisions: a docker daemon, the image puffertank/bookworm-rootfs (or
@@ -13,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -51,7 +53,7 @@ def tool(name):
     return path
 
 
-def tank(*args, timeout=600, input=None):
+def tank(*args, timeout=600, input=None, env=None):
     """`python -m pufferlib.tank ARGS` with the test prefix; stdout and stderr together."""
     return subprocess.run(
         [sys.executable, "-m", "pufferlib.tank", "--prefix", PREFIX, *args],
@@ -60,6 +62,7 @@ def tank(*args, timeout=600, input=None):
         timeout=timeout,
         cwd=REPO,
         input=input,
+        env=None if env is None else {**os.environ, **env},
     )
 
 
@@ -251,6 +254,121 @@ def test_c_edit_recompiles_only_its_env(built, checkout):
         assert "libcraftax_gpu.so from the build cache" in log
     output = in_tank("python", "-c", "import ocean.squared.binding; print('squared imports')")
     assert "squared imports" in output
+
+
+# A rank of a two-node job as a launcher on the host would start it, and what it must not see.
+RANK_ENVIRONMENT = {
+    "MASTER_ADDR": "10.1.2.3",
+    "MASTER_PORT": "29400",
+    "RANK": "3",
+    "WORLD_SIZE": "4",
+    "LOCAL_RANK": "1",
+    "PET_RDZV_ENDPOINT": "10.1.2.3:29400",
+    "NCCL_SOCKET_IFNAME": "eth7",
+    "GLOO_SOCKET_IFNAME": "eth7",
+    "TORCH_NCCL_ASYNC_ERROR_HANDLING": "3",
+}
+
+
+@pytest.mark.docker
+def test_a_rank_in_the_tank_gets_the_job_variables_and_the_host_network(docker_client):
+    """`puffer tank run` as one rank of a multi-node job: torchrun's, NCCL's and gloo's variables
+    reach the container, nothing else of the caller's does, and the network is the host's."""
+    result = tank(
+        "run",
+        "--image",
+        ROOTFS,
+        "--no-mount",
+        "--gpus",
+        "none",
+        "--",
+        "sh",
+        "-c",
+        "env; echo interfaces: $(ls /sys/class/net)",
+        env={**RANK_ENVIRONMENT, "UNRELATED_SECRET": "x"},
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    inside = result.stdout.splitlines()
+    for name, value in RANK_ENVIRONMENT.items():
+        assert f"{name}={value}" in inside, result.stdout
+    assert "UNRELATED_SECRET=x" not in inside
+    assert f"interfaces: {' '.join(sorted(os.listdir('/sys/class/net')))}" in inside
+
+
+@pytest.mark.docker
+def test_sigterm_stops_the_container(docker_client):
+    """torchrun stops the ranks of a failed job with SIGTERM: a rank that is `puffer tank run` must
+    take its container down with it, not leave it running."""
+    marker = f"rank-{uuid.uuid4().hex}"
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pufferlib.tank",
+            "run",
+            "--image",
+            ROOTFS,
+            "--no-mount",
+            "--gpus",
+            "none",
+            "--",
+            "sh",
+            "-c",
+            f"echo {marker}; exec sleep 300",
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert run.stdout.readline().strip() == marker
+        run.send_signal(signal.SIGTERM)
+        run.communicate(timeout=60)
+        assert run.returncode == 128 + signal.SIGTERM
+        containers = subprocess.run(
+            ["docker", "ps", "--all", "--no-trunc", "--format", "{{.Command}}"], capture_output=True, text=True
+        )
+        assert marker not in containers.stdout
+    finally:
+        run.kill()
+
+
+@pytest.mark.docker
+def test_torchrun_on_the_host_starts_each_rank_in_a_container(built):
+    """A launcher on the host that starts every rank as `puffer tank run` (here torchrun): the ranks
+    find each other through the variables passed in and the host network, and train one policy."""
+    rank = [sys.executable, "-m", "pufferlib.tank", "--prefix", PREFIX, "run", "--no-mount", "--gpus", "none", "--"]
+    train = ["puffer", "train", "puffer_squared", "--vec.num-envs", "64", "--train.total-timesteps", "20000"]
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            "--no-python",
+            *rank,
+            *train,
+            "--train.device",
+            "cpu",
+            "--train.dashboard",
+            "plain",
+            "--train.data-dir",
+            "/tmp/runs",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-5000:]
+    assert output.count("Training puffer_squared on cpu x 2 ranks") == 1, output[-5000:]
+    assert "Finished 20.5k steps" in output
 
 
 @pytest.mark.docker

@@ -6,6 +6,7 @@ without it the tests skip, saying why; with CI=true a skip is a failure.
 """
 
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -157,12 +158,13 @@ def test_setup_refuses_other_systems(docker_client, tmp_path, os_release):
 
 
 def hook_image(docker_client, tag, marker):
-    """A tiny image whose entrypoint says which build it is: the hook only needs that and `sleep`."""
+    """A tiny image whose entrypoint says which build it is and prints its environment: the hook
+    only needs that and `sleep`."""
     import io
 
     dockerfile = (
         f"FROM {ROOTFS}\n"
-        f"RUN printf '#!/bin/sh\\necho inside build {marker}\\n' > /usr/local/bin/puffertank-entrypoint"
+        f"RUN printf '#!/bin/sh\\necho inside build {marker}\\nenv\\n' > /usr/local/bin/puffertank-entrypoint"
         " && chmod +x /usr/local/bin/puffertank-entrypoint\n"
     )
     image, _ = docker_client.images.build(
@@ -171,9 +173,10 @@ def hook_image(docker_client, tag, marker):
     return image.id
 
 
-def login(home, user, image, docker_host=None):
+def login(home, user, image, docker_host=None, extra_env=None):
     """An interactive ssh login (as the hook sees one) that sources the hook; its output."""
     env = dict(os.environ, HOME=str(home), USER=user, PUFFERTANK_IMAGE=image, SSH_CONNECTION="10.0.0.1 1 10.0.0.2 22")
+    env.update(extra_env or {})
     if docker_host:
         env["DOCKER_HOST"] = docker_host
     command = f"bash --norc -i -c '. {REPO}/scripts/login_hook.sh'"
@@ -220,6 +223,35 @@ def test_login_hook_replaces_the_container_when_the_image_changed(docker_client,
     finally:
         subprocess.run(["docker", "rm", "--force", name], capture_output=True)
         subprocess.run(["docker", "rmi", "--force", image, first], capture_output=True)
+
+
+@pytest.mark.docker
+def test_login_hook_passes_the_job_variables_and_shares_the_host_network(docker_client, tmp_path):
+    """A login that sets torchrun's, NCCL's or gloo's variables (~/.bash_profile, ssh's SendEnv)
+    has them in the container, and the container's network is the host's: a multi-node job works."""
+    if shutil.which("script") is None:
+        unavailable("script (util-linux) is not installed")
+    user = f"hooktest{uuid.uuid4().hex[:8]}"
+    image = f"puffertank-ci/hook-{user}:latest"
+    name = f"puffertank-{user}"
+    built = hook_image(docker_client, image, "one")
+    job = {
+        "MASTER_ADDR": "10.1.2.3",
+        "WORLD_SIZE": "4",
+        "PET_NNODES": "2",
+        "NCCL_SOCKET_IFNAME": "eth7",
+        "GLOO_SOCKET_IFNAME": "eth7",
+    }
+    try:
+        output = login(tmp_path, user, image, extra_env={**job, "UNRELATED_SECRET": "x"})
+        inside = output.split("inside build one", 1)[1]  # the container's environment, as its terminal shows it
+        for variable, value in job.items():
+            assert re.search(rf"\b{variable}={re.escape(value)}\r?$", inside, flags=re.M), output
+        assert "UNRELATED_SECRET" not in inside
+        assert docker_client.containers.get(name).attrs["HostConfig"]["NetworkMode"] == "host"
+    finally:
+        subprocess.run(["docker", "rm", "--force", name], capture_output=True)
+        subprocess.run(["docker", "rmi", "--force", image, built], capture_output=True)
 
 
 @pytest.mark.docker

@@ -123,7 +123,12 @@ def parser():
             action="store_false",
             help=f"use the image's copy of the repository instead of mounting the checkout at {REPO_IN_IMAGE}",
         )
-        sub.add_argument("--network", choices=["host", "none"], default="host")
+        sub.add_argument(
+            "--network",
+            choices=["host", "none"],
+            default="host",
+            help="host: the host's network, which the ranks of a multi-node job need (default); none: no network",
+        )
         sub.add_argument(
             "--gpus", choices=["auto", "all", "none"], default="auto", help="auto: all GPUs when the host has any"
         )

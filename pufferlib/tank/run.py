@@ -1,6 +1,8 @@
 """Running the last image the way training wants it: every GPU the host has, the host's IPC namespace
-(PyTorch's shared-memory tensors outgrow docker's 64 MB /dev/shm), and the checkout bind-mounted
-over the image's copy so that edits on the host are live inside."""
+(PyTorch's shared-memory tensors outgrow docker's 64 MB /dev/shm), the host's network (the ranks of
+a multi-node job reach each other at the hosts' addresses), the data-parallel variables of the
+calling shell, and the checkout bind-mounted over the image's copy so that edits on the host are
+live inside."""
 
 import os
 import select
@@ -12,6 +14,38 @@ import sys
 from pufferlib.tank.daemon import TankError, image_name
 
 REPO_IN_IMAGE = "/home/puffer/pufferlib"
+
+# What a data-parallel job's ranks read from the environment: torchrun's rank variables (a launcher
+# on the host sets them for a container that is one rank), torchrun's own options (PET_NNODES,
+# PET_RDZV_ENDPOINT, ...), the thread count torchrun gives each rank, and the NCCL and gloo
+# settings (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME: the interface that reaches the other nodes).
+# scripts/login_hook.sh passes the same names into its container.
+RANK_VARIABLES = (
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "GROUP_WORLD_SIZE",
+    "ROLE_RANK",
+    "ROLE_NAME",
+    "ROLE_WORLD_SIZE",
+    "TORCHELASTIC_RUN_ID",
+    "TORCHELASTIC_RESTART_COUNT",
+    "TORCHELASTIC_MAX_RESTARTS",
+    "TORCHELASTIC_USE_AGENT_STORE",
+    "OMP_NUM_THREADS",
+)
+RANK_PREFIXES = ("PET_", "NCCL_", "TORCH_NCCL_", "GLOO_")
+
+
+def rank_environment():
+    """The variables of RANK_VARIABLES and RANK_PREFIXES that are set here."""
+    return {
+        name: value for name, value in os.environ.items() if name in RANK_VARIABLES or name.startswith(RANK_PREFIXES)
+    }
 
 
 def host_has_gpu():
@@ -61,7 +95,7 @@ def container_config(client, args, repo, command, tty, err=sys.stderr):
     import docker
 
     image = args.image or image_name(args.prefix, "puffer")
-    environment = {}
+    environment = rank_environment()
     mounts = []
     user = None
     if repo is not None:
@@ -120,9 +154,19 @@ def start(client, container_id):
         raise explain(error, "start the container") from None
 
 
+class Terminated(Exception):
+    """SIGTERM arrived: a launcher (torchrun stopping the ranks of a failed job) ends this run."""
+
+
+def raise_terminated(signum, frame):
+    raise Terminated
+
+
 def run_streaming(client, container_id):
-    """Runs without a terminal: output streams back, the exit status is returned."""
+    """Runs without a terminal: output streams back, the exit status is returned. Ctrl-C or
+    SIGTERM stops the container, which would otherwise run on without this process."""
     start(client, container_id)
+    previous_handler = signal.signal(signal.SIGTERM, raise_terminated)
     try:
         for data in client.api.logs(container_id, stream=True, follow=True):
             sys.stdout.buffer.write(data)
@@ -131,6 +175,11 @@ def run_streaming(client, container_id):
     except KeyboardInterrupt:
         client.api.stop(container_id, timeout=5)
         return 130
+    except Terminated:
+        client.api.stop(container_id, timeout=5)
+        return 128 + signal.SIGTERM
+    finally:
+        signal.signal(signal.SIGTERM, previous_handler)
 
 
 def run_interactive(client, container_id):

@@ -651,6 +651,9 @@ class PuffeRL:
         self.solved = tuple(checkpoint["solved"]) if checkpoint["solved"] else None
         self.generator.set_state(checkpoint["generator"])
         torch.set_rng_state(checkpoint["torch_rng"])
+        # The budget is in steps: what is left of it, in epochs of this run's batch and rank count.
+        remaining = max(0, self.train_config["total_timesteps"] - self.global_step)
+        self.total_epochs = max(1, self.epoch + math.ceil(remaining / (self.batch_size * self.world.size)))
         if checkpoint["total_epochs"] != self.total_epochs:
             self.schedule_anchor = (self.epoch, checkpoint["progress"])
         self.start_time = time.time()
@@ -659,9 +662,10 @@ class PuffeRL:
 
     def restore_envs(self, checkpoint):
         """Puts the envs and the agents' memory back as the checkpoint saw them; False when it
-        cannot (a game that does not save its state, other env counts or parameters)."""
+        cannot (a game that does not save its state, other env counts or parameters, or ranks that
+        would all restore the one saved process's envs)."""
         saved_memory = checkpoint["agent_state"]
-        if checkpoint["env_state"] is None or not hasattr(self.vecenv, "set_state"):
+        if checkpoint["env_state"] is None or not hasattr(self.vecenv, "set_state") or self.world.size > 1:
             return False
         if [tuple(s.shape) for s in saved_memory] != [tuple(s.shape) for s in self.state]:
             return False

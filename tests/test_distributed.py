@@ -222,8 +222,6 @@ def test_distributed_off_trains_alone_whatever_the_variables_say(monkeypatch, tm
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-@pytest.mark.xfail(strict=True, reason="PuffeRL counts the budget in epochs of the rank count it runs with: "
-                   "a checkpoint of another rank count stops early (1 -> 2) or overshoots (2 -> 1)")
 def test_resume_with_another_number_of_ranks_trains_to_the_budget(tmp_path):
     flags = ["--vec.num-envs", "64", "--train.data-dir", str(tmp_path), *QUIET]  # 2048 steps a rank per epoch
     alone = cli.train("puffer_squared", cli.apply_flags(cli.load_config("puffer_squared"),

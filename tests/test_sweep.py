@@ -21,7 +21,7 @@ from conftest import unavailable
 from optuna.trial import TrialState
 
 from pufferlib import cli, sweep
-from pufferlib.config import ConfigError, apply_flags, load_config, read_ini
+from pufferlib.config import CONFIG_DIR, ConfigError, apply_config_file, apply_flags, load_config, read_ini
 
 # Tiny trials: a few epochs of 64 squared envs, scored over 20 episodes.
 TINY = [
@@ -116,6 +116,28 @@ def test_config_file_overlay_is_validated(tmp_path, capsys):
     assert "unknown key 'learning_rat' in [train]. Did you mean learning_rate?" in capsys.readouterr().err
     assert cli.main(["train", "squared", "--config", str(tmp_path / "missing.ini")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_a_config_file_may_carry_a_search_space(tmp_path, capsys):
+    space = tmp_path / "space.ini"
+    space.write_text("[sweep]\ntrials = 5\ntrain.update_epochs = int(1, 4)\n")
+    config = apply_config_file(load_config("puffer_squared"), space)
+    assert config["sweep"]["trials"] == 5
+    assert sweep.search_space(config)["train.update_epochs"] == sweep.Distribution("int", (1, 4))
+    space.write_text("[sweep]\ntrails = 5\n")  # a setting, not a key to search: it must exist
+    assert cli.main(["sweep", "squared", "--config", str(space), "--train.data-dir", str(tmp_path)]) == 2
+    assert "unknown key 'trails' in [sweep]. Did you mean trials?" in capsys.readouterr().err
+    space.write_text("[sweep]\ntrain.update_epoch = int(1, 4)\n")
+    assert cli.main(["sweep", "squared", "--config", str(space), "--train.data-dir", str(tmp_path)]) == 2
+    assert "[sweep] train.update_epoch: no such config key to search. Did you mean train.update_epochs?" in capsys.readouterr().err
+    assert not sweep_dirs(tmp_path)
+
+
+@pytest.mark.parametrize("env_name, space_file", [("CartPole-v1", "cartpole_wide.ini"), ("puffer_memory", "memory_length4.ini")])
+def test_the_shipped_search_spaces_are_valid(env_name, space_file):
+    config = apply_config_file(load_config(env_name), CONFIG_DIR / "sweeps" / space_file)
+    sweep.check_settings(config["sweep"])
+    assert len(sweep.search_space(config)) == 10 and config["base"]["stop_on_solve"] is True
 
 
 # -- sweeps on SQLite -----------------------------------------------------------------------------

@@ -333,8 +333,15 @@ def trial_config(config, params, settings):
     return config
 
 
+def short_names(keys):
+    """{section.key: key}, keeping section.key where two sections share a key (policy and rnn hidden_size)."""
+    last = [key.split(".")[-1] for key in keys]
+    return {key: name if last.count(name) == 1 else key for key, name in zip(keys, last)}
+
+
 def describe(params):
-    return ", ".join(f"{key.split('.')[-1]} {value:.3g}" if isinstance(value, float) else f"{key.split('.')[-1]} {value}" for key, value in params.items())
+    names = short_names(list(params))
+    return ", ".join(f"{names[key]} {value:.3g}" if isinstance(value, float) else f"{names[key]} {value}" for key, value in params.items())
 
 
 def unit(cost):
@@ -514,8 +521,8 @@ def summarize(study, env_name, settings, sweep_dir):
     table.add_column(f"cost ({unit(settings['cost'])})", justify="right")
     table.add_column("solved", justify="center")
     keys = list(front[0].params)
-    for key in keys:
-        table.add_column(key.split(".")[-1], justify="right")
+    for name in short_names(keys).values():
+        table.add_column(name, justify="right")
     for t in front:
         values = [f"{t.params[k]:.3g}" if isinstance(t.params[k], float) else str(t.params[k]) for k in keys]
         style = "bold green" if t is best else None

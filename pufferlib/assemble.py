@@ -91,7 +91,12 @@ def _build_policy(env, config):
     if str(rnn).lower() not in pufferlib.models.RNNS:
         raise ConfigError(f"Unknown rnn {rnn!r}; valid: none, {', '.join(pufferlib.models.RNNS)}")
     rnn_class = pufferlib.models.RNNS[str(rnn).lower()]
-    return rnn_class(env, policy, input_size=policy.hidden_size, **_arguments_for(rnn_class, config["rnn"], "rnn"))
+    wrapped = rnn_class(env, policy, input_size=policy.hidden_size, **_arguments_for(rnn_class, config["rnn"], "rnn"))
+    if wrapped.hidden_size != policy.hidden_size:
+        # The policy's own heads decode the recurrent output.
+        raise ConfigError(f"rnn.hidden_size {wrapped.hidden_size} must equal policy.hidden_size {policy.hidden_size}: "
+                          f"give --rnn.hidden-size {policy.hidden_size}, or both the same value")
+    return wrapped
 
 
 def _arguments_for(cls, values, section):

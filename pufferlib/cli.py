@@ -679,7 +679,8 @@ def main(argv=None):
                 from pufferlib import sweep  # optuna is imported only when asked for
             except ModuleNotFoundError as error:
                 raise ConfigError(f"puffer sweep needs {error.name}: pip install 'pufferlib[sweep]'") from None
-            sweep.sweep(env_name, config, flags, resume=args.resume)
+            if sweep.sweep(env_name, config, flags, resume=args.resume).interrupted:
+                return 130
         else:
             bench(env_name, config)
         return 0

@@ -138,8 +138,9 @@ def load_config(env_name):
 
 
 def apply_config_file(config, path):
-    """Overlays an .ini (a `puffer sweep` result, say) on a config key by key; its sections and
-    keys must exist, as for flags."""
+    """Overlays an .ini (a `puffer sweep` result, or a search space for one) on a config key by
+    key; its sections and keys must exist, as for flags, except the section.key names in [sweep]
+    that choose what a sweep searches."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"--config {path}: no such file")
@@ -151,7 +152,8 @@ def apply_config_file(config, path):
         if section not in config:
             raise ConfigError(f"{path}: unknown section [{section}]; valid: {', '.join(config)}")
         for key, value in values.items():
-            if key not in config[section]:
+            searched = section in OPEN_SECTIONS and "." in key  # a section.key to search, checked by the sweep
+            if key not in config[section] and not searched:
                 hint = did_you_mean(key, config[section])
                 raise ConfigError(f"{path}: unknown key {key!r} in [{section}].{hint}")
             config[section][key] = value

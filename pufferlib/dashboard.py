@@ -16,9 +16,11 @@ from pufferlib.config import ConfigError
 
 
 class MetricsLog:
-    """Appends one JSON line per epoch to <run>/metrics.jsonl; mirrors to wandb/tensorboard if on."""
+    """Appends one JSON line per epoch to <run>/metrics.jsonl; mirrors to wandb/tensorboard if on,
+    with the run's config (wandb's run config; TensorBoard's text tab, as JSON). ``group`` gathers
+    runs in wandb (a sweep's trials)."""
 
-    def __init__(self, run_dir, config, resume_epoch=None):
+    def __init__(self, run_dir, config, resume_epoch=None, group=None):
         path = Path(run_dir) / "metrics.jsonl"
         if resume_epoch is not None and path.exists():
             # A crash after the checkpoint left lines of epochs that the resumed run repeats.
@@ -33,13 +35,26 @@ class MetricsLog:
                 import wandb
             except ImportError:
                 raise ConfigError("--train.wandb true needs the wandb package: pip install wandb") from None
-            self.wandb = wandb.init(project=train["wandb_project"], name=Path(run_dir).name, config=config, dir=str(run_dir))
+            self.wandb = wandb.init(project=train["wandb_project"], name=Path(run_dir).name, group=group, config=config,
+                                    dir=str(run_dir))
         if train["tensorboard"]:
             try:
                 from torch.utils.tensorboard import SummaryWriter
             except ImportError:
                 raise ConfigError("--train.tensorboard true needs the tensorboard package: pip install tensorboard") from None
             self.tensorboard = SummaryWriter(log_dir=str(Path(run_dir) / "tensorboard"))
+            # Four leading spaces: TensorBoard's text tab renders markdown, and this keeps the JSON verbatim.
+            self.tensorboard.add_text("config", "\n".join("    " + line for line in json.dumps(config, indent=2).splitlines()))
+
+    def record_trial(self, params, results):
+        """A sweep trial's searched values and its results (score, cost): wandb's run summary, and
+        TensorBoard's HParams tab, where the trials of a sweep line up as a table."""
+        if self.wandb:
+            self.wandb.summary.update({**params, **results})
+        if self.tensorboard:
+            # HParams takes numbers, strings and booleans; a categorical may hold None.
+            values = {key: "None" if value is None else value for key, value in params.items()}
+            self.tensorboard.add_hparams(values, results, run_name=".")
 
     def log(self, metrics):
         self.file.write(json.dumps(metrics) + "\n")

@@ -52,13 +52,38 @@ def score_policy(trainer, env, seed, min_episodes, max_steps):
     return mean_infos(counted)
 
 
+class RecentMean:
+    """The mean of a metric over the newest ``episodes`` training episodes, or a few more: the
+    statistics arrive an epoch at a time, as (episodes that ended, their mean), and whole epochs
+    are kept."""
+
+    def __init__(self, episodes):
+        self.episodes = episodes
+        self.recent = deque()  # (episodes, mean value) of the newest epochs
+
+    def add(self, count, value):
+        self.recent.append((count, value))
+        while len(self.recent) > 1 and sum(n for n, _ in self.recent) - self.recent[0][0] >= self.episodes:
+            self.recent.popleft()
+
+    def clear(self):
+        self.recent.clear()
+
+    def ready(self):
+        """Enough episodes: the first epochs, where only the quickest episodes have ended, do not count."""
+        return sum(n for n, _ in self.recent) >= self.episodes
+
+    def value(self):
+        return sum(n * v for n, v in self.recent) / sum(n for n, _ in self.recent)
+
+
 class SolveCheck:
     """Watches training's episode statistics for the target score of ``metric``; a hit is only a
     candidate, which ``score_policy`` then confirms (or not) on fresh episodes."""
 
     def __init__(self, metric, target, tolerance, min_episodes):
         self.metric, self.target, self.tolerance, self.min_episodes = metric, target, tolerance, min_episodes
-        self.recent = deque()  # (episodes, mean value) of the newest epochs
+        self.recent = RecentMean(min_episodes)
 
     def reached(self, value):
         return self.target is not None and value is not None and value >= self.target - self.tolerance
@@ -67,13 +92,8 @@ class SolveCheck:
         """True when the mean over the newest ``min_episodes`` (or a few more: whole epochs)
         training episodes reaches the target."""
         if self.metric in episode_stats:
-            self.recent.append((episode_stats["episodes"], episode_stats[self.metric]))
-        while len(self.recent) > 1 and sum(n for n, _ in self.recent) - self.recent[0][0] >= self.min_episodes:
-            self.recent.popleft()
-        episodes = sum(n for n, _ in self.recent)
-        if self.target is None or episodes < self.min_episodes:
-            return False
-        return self.reached(sum(n * v for n, v in self.recent) / episodes)
+            self.recent.add(episode_stats["episodes"], episode_stats[self.metric])
+        return self.target is not None and self.recent.ready() and self.reached(self.recent.value())
 
     def confirm(self, trainer, env, seed, max_steps):
         """Scores ``trainer``'s policy on fresh episodes of ``env``: returns (whether they hold the

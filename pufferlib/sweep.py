@@ -26,7 +26,6 @@ import shutil
 import socket
 import time
 import warnings
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +37,7 @@ from pufferlib.assemble import make_policy, make_vecenv
 from pufferlib.checkpoint import CHECKPOINT_NAME, new_run_dir, save_atomic
 from pufferlib.config import ConfigError, apply_flags
 from pufferlib.dashboard import MetricsLog, epoch_metrics
-from pufferlib.evaluate import SolveCheck
+from pufferlib.evaluate import RecentMean, SolveCheck
 from pufferlib.exceptions import did_you_mean
 from pufferlib.pufferl import NonFiniteError, PuffeRL
 
@@ -146,6 +145,9 @@ def search_space(config):
 
 
 def check_settings(settings):
+    if settings["pruner"] is None:  # `pruner = none` reads as None, like every none in an .ini
+        settings["pruner"] = "none"
+
     def choice(key, valid):
         if settings[key] not in valid:
             hint = did_you_mean(str(settings[key]), valid)
@@ -240,30 +242,11 @@ def solve_target(config, env):
     return base["solve_score"]
 
 
-class RecentMean:
-    """The mean of a metric over the newest ``episodes`` episodes or a few more (whole epochs)."""
-
-    def __init__(self, episodes):
-        self.episodes = episodes
-        self.recent = deque()
-
-    def add(self, count, value):
-        self.recent.append((count, value))
-        while len(self.recent) > 1 and sum(n for n, _ in self.recent) - self.recent[0][0] >= self.episodes:
-            self.recent.popleft()
-
-    def ready(self):
-        """Enough episodes: the first epochs, where only the quickest episodes have ended, do not count."""
-        return sum(n for n, _ in self.recent) >= self.episodes
-
-    def value(self):
-        return sum(n * v for n, v in self.recent) / sum(n for n, _ in self.recent)
-
-
-def train_trial(config, run_dir, settings, on_progress):
+def train_trial(config, run_dir, settings, on_progress, params):
     """Trains one trial's config as a normal run in ``run_dir``; returns [(steps, seconds, score)]
-    per epoch. ``on_progress(fraction of budget, (steps, seconds, score))`` is called each epoch and may raise
-    ``optuna.TrialPruned``; the checkpoint is written either way."""
+    per epoch, and whether its training episodes reached the env's solve target. ``on_progress(fraction of budget, (steps, seconds, score))`` is called each epoch and may raise
+    ``optuna.TrialPruned``; the checkpoint is written either way, and so are the searched ``params``
+    with the score and cost, to wandb and TensorBoard when they are on."""
     env_name = config["base"]["env_name"]
     with open(run_dir / "config.json", "w") as f:
         json.dump(config, f, indent=2)
@@ -279,8 +262,8 @@ def train_trial(config, run_dir, settings, on_progress):
     # A trial's cost ends where its training episodes first reach the target (fresh-episode
     # confirmation would cost each trial more than it tells the search).
     solve_check = SolveCheck(base["solve_metric"], target, base["solve_tolerance"], base["solve_episodes"])
-    history = []
-    metrics = MetricsLog(run_dir, config)
+    history, reached_target = [], False
+    metrics = MetricsLog(run_dir, config, group=run_dir.parent.name)
     try:
         pruned = None
         try:
@@ -305,6 +288,7 @@ def train_trial(config, run_dir, settings, on_progress):
                     if score.ready():
                         history.append((trainer.global_step, trainer.seconds(), score.value()))
                 solved = solve_check.candidate(stats)
+                reached_target = reached_target or solved
                 out_of_time = settings["trial_seconds"] and trainer.seconds() >= settings["trial_seconds"]
                 progress = trainer.epoch / trainer.total_epochs
                 if settings["trial_seconds"]:
@@ -316,6 +300,9 @@ def train_trial(config, run_dir, settings, on_progress):
         except optuna.TrialPruned as error:
             pruned = error
         save_atomic(trainer.state_dict(), run_dir / CHECKPOINT_NAME)
+        if history:
+            score, cost = score_and_cost(history, settings["direction"], settings["cost"])
+            metrics.record_trial(params, {"sweep/score": score, f"sweep/cost_{settings['cost']}": cost})
         if pruned:
             raise pruned
     finally:
@@ -326,7 +313,7 @@ def train_trial(config, run_dir, settings, on_progress):
             f"fewer than {base['solve_episodes']} episodes ended within {trainer.global_step} steps: "
             f"raise --sweep.trial-steps or lower --base.solve-episodes"
         )
-    return history
+    return history, reached_target
 
 
 def score_and_cost(history, direction, cost):
@@ -346,8 +333,15 @@ def trial_config(config, params, settings):
     return config
 
 
+def short_names(keys):
+    """{section.key: key}, keeping section.key where two sections share a key (policy and rnn hidden_size)."""
+    last = [key.split(".")[-1] for key in keys]
+    return {key: name if last.count(name) == 1 else key for key, name in zip(keys, last)}
+
+
 def describe(params):
-    return ", ".join(f"{key.split('.')[-1]} {value:.3g}" if isinstance(value, float) else f"{key.split('.')[-1]} {value}" for key, value in params.items())
+    names = short_names(list(params))
+    return ", ".join(f"{names[key]} {value:.3g}" if isinstance(value, float) else f"{names[key]} {value}" for key, value in params.items())
 
 
 def unit(cost):
@@ -388,7 +382,7 @@ class Objective:
                 raise optuna.TrialPruned(f"{settings['metric']} {score:.4g} at {progress:.0%} of its budget")
 
         try:
-            history = train_trial(trial_config(self.config, params, settings), run_dir, settings, on_progress)
+            history, solved = train_trial(trial_config(self.config, params, settings), run_dir, settings, on_progress, params)
         except optuna.TrialPruned as pruned:
             for key, value in latest.items():  # where it stood, for the plot
                 trial.set_user_attr(key, value)
@@ -411,6 +405,7 @@ class Objective:
         score, cost = score_and_cost(history, settings["direction"], settings["cost"])
         trial.set_user_attr("score", score)
         trial.set_user_attr("cost", cost)
+        trial.set_user_attr("solved", solved)
         self.pruning_study.tell(twin, score)
         print(f"trial {trial.number}: {settings['metric']} {score:.4g} after {cost:.4g} {unit(settings['cost'])}", flush=True)
         return score, cost
@@ -492,6 +487,17 @@ def plot_front(study, settings, path, title):
     plt.close(figure)
 
 
+def best_trial(front, direction):
+    """The cheapest trial of the front that solved the env (reached [base] solve_score): with a
+    target, a higher score past it is noise, and the cost is what was searched for. Without one,
+    the front's best score, the cheaper at a tie."""
+    solved = [t for t in front if t.user_attrs.get("solved")]
+    if solved:
+        return min(solved, key=lambda t: t.values[1])
+    sign = 1 if direction == "maximize" else -1
+    return max(front, key=lambda t: (sign * t.values[0], -t.values[1]))
+
+
 def summarize(study, env_name, settings, sweep_dir):
     """Prints the Pareto front (rich), draws it, and writes the best trial's config; returns the
     best trial (None when no trial completed)."""
@@ -508,19 +514,20 @@ def summarize(study, env_name, settings, sweep_dir):
     if not front:
         print(f"No trial completed ({counts}); nothing to report.")
         return None
-    sign = 1 if settings["direction"] == "maximize" else -1
-    best = max(front, key=lambda t: (sign * t.values[0], -t.values[1]))
+    best = best_trial(front, settings["direction"])
     table = Table(title=f"Pareto front of {env_name} ({study.study_name}): {len(trials)} trials, {counts}", title_justify="left")
     table.add_column("trial", justify="right")
     table.add_column(settings["metric"], justify="right")
     table.add_column(f"cost ({unit(settings['cost'])})", justify="right")
+    table.add_column("solved", justify="center")
     keys = list(front[0].params)
-    for key in keys:
-        table.add_column(key.split(".")[-1], justify="right")
+    for name in short_names(keys).values():
+        table.add_column(name, justify="right")
     for t in front:
         values = [f"{t.params[k]:.3g}" if isinstance(t.params[k], float) else str(t.params[k]) for k in keys]
         style = "bold green" if t is best else None
-        table.add_row(str(t.number), f"{t.values[0]:.4g}", f"{t.values[1]:.4g}", *values, style=style)
+        solved = "yes" if t.user_attrs.get("solved") else "no"
+        table.add_row(str(t.number), f"{t.values[0]:.4g}", f"{t.values[1]:.4g}", solved, *values, style=style)
     Console(width=max(120, 16 * (len(keys) + 3))).print(table)
     plot_path = sweep_dir / FRONT_PLOT
     plot_front(study, settings, plot_path, f"{env_name}: {settings['metric']} against {settings['cost']} ({counts})")
@@ -532,8 +539,16 @@ def summarize(study, env_name, settings, sweep_dir):
     return best
 
 
+@dataclass(frozen=True)
+class SweepResult:
+    study: optuna.Study
+    folder: Path
+    best: optuna.trial.FrozenTrial | None  # the front's best score; None when no trial completed
+    interrupted: bool  # stopped by Ctrl-C: the study is left to --resume
+
+
 def sweep(env_name, config, flags=(), resume=None):
-    """Runs (or joins, or resumes) the sweep ``config`` describes; returns the study.
+    """Runs (or joins, or resumes) the sweep ``config`` describes; returns a SweepResult.
 
     ``resume`` ('latest' or a sweep folder) continues a stopped sweep with its own settings and
     ``flags`` applied on top (``--sweep.trials 32`` extends it)."""
@@ -570,6 +585,7 @@ def sweep(env_name, config, flags=(), resume=None):
         if counted_trials(study) >= settings["trials"]:
             study.stop()
 
+    interrupted = False
     try:
         if counted_trials(study) < settings["trials"]:
             study.optimize(Objective(config, space, sweep_dir, pruning_study), callbacks=[stop_when_done],
@@ -577,9 +593,10 @@ def sweep(env_name, config, flags=(), resume=None):
         else:
             print(f"Study {study_name!r} already holds {settings['trials']} trials: raise --sweep.trials to run more.")
     except KeyboardInterrupt:
+        interrupted = True
         print(f"\nStopped: the interrupted trial is recorded as such and does not count.\nContinue with: puffer sweep {env_name} --resume {sweep_dir}")
-    summarize(study, env_name, settings, sweep_dir)
-    return study
+    best = summarize(study, env_name, settings, sweep_dir)
+    return SweepResult(study, sweep_dir, best, interrupted)
 
 
 def open_study(config, space, sweep_dir, study_name, resume):
@@ -610,7 +627,9 @@ def open_study(config, space, sweep_dir, study_name, resume):
     seed = config["base"]["seed"] + (len(existing.trials) if existing else 0)
     if settings["storage"] != "auto":
         seed = random.SystemRandom().randrange(2**31)
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    # Each trial's outcome is printed here; Optuna's own line for a failed or interrupted trial would
+    # repeat it with a traceback.
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
     study = optuna.create_study(
         study_name=study_name, storage=storage, load_if_exists=True,
         directions=[settings["direction"], "minimize"], sampler=make_sampler(settings, seed),

@@ -14,6 +14,11 @@
     python scripts/bench_train.py cartpole --seeds 1 2 3
     python scripts/bench_train.py all
 
+3. CartPole-v1, the shipped config against another (a `puffer sweep` result's best.ini, laid over
+   the shipped config as `puffer train --config` does), timed the same way and alternating:
+
+    python scripts/bench_train.py cartpole-config --overlay experiments/CartPole-v1_sweep_*/best.ini --seeds 1 2 3 4 5
+
 Both libraries get the same torch thread count (--torch-threads, default 1: on small shared
 machines extra threads mostly wait on each other). Clocks start before the env is built.
 """
@@ -27,7 +32,7 @@ import numpy as np
 import torch
 
 from pufferlib import assemble, pufferl
-from pufferlib.config import ConfigError, apply_flags, load_config
+from pufferlib.config import ConfigError, apply_config_file, apply_flags, load_config
 from pufferlib.evaluate import SolveCheck
 from pufferlib.exceptions import APIUsageError, ParameterError
 
@@ -90,9 +95,12 @@ def profile_epoch(trainer, trace_path):
         profiler.export_chrome_trace(trace_path.replace(".json", f"_{name}.json"))
 
 
-def puffer_cartpole(seed, budget):
+def puffer_cartpole(seed, budget, overlay=None):
     wall = time.perf_counter()
-    config = apply_flags(load_config("CartPole-v1"), ["--base.seed", str(seed)])
+    config = load_config("CartPole-v1")
+    if overlay:
+        apply_config_file(config, overlay)
+    config = apply_flags(config, ["--base.seed", str(seed)])
     vecenv = assemble.make_vecenv("CartPole-v1", config)
     trainer = pufferl.PuffeRL(config, vecenv, assemble.make_policy(vecenv, config))
     # The criterion SB3's runs below are held to: the mean return of the newest 100 training episodes.
@@ -158,9 +166,33 @@ def cartpole_race(args):
     return ours, theirs
 
 
+def cartpole_configs(args):
+    show = lambda t: f"{t:.1f}" if t is not None else f"> {args.budget:.0f} (unsolved)"  # noqa: E731
+    print(f"CartPole-v1 to mean return >= {CARTPOLE_TARGET:.0f} over 100 episodes: the shipped config against "
+          f"{args.overlay}; torch threads {torch.get_num_threads()}; budget {args.budget:.0f} s per run")
+    print("| seed | shipped s | shipped steps | overlay s | overlay steps |")
+    print("| --- | --- | --- | --- | --- |")
+    shipped, overlaid = [], []
+    for index, seed in enumerate(args.seeds):
+        # Alternating which goes first, so that a change of load hits both alike.
+        if index % 2 == 0:
+            shipped.append(puffer_cartpole(seed, args.budget))
+            overlaid.append(puffer_cartpole(seed, args.budget, args.overlay))
+        else:
+            overlaid.append(puffer_cartpole(seed, args.budget, args.overlay))
+            shipped.append(puffer_cartpole(seed, args.budget))
+        print(f"| {seed} | {show(shipped[-1][0])} | {shipped[-1][1]} | {show(overlaid[-1][0])} | {overlaid[-1][1]} |", flush=True)
+    a = [t for t, _ in shipped if t is not None]
+    b = [t for t, _ in overlaid if t is not None]
+    if a and b:
+        print(f"median: shipped {statistics.median(a):.1f} s ({len(a)}/{len(shipped)} solved), overlay "
+              f"{statistics.median(b):.1f} s ({len(b)}/{len(overlaid)} solved): {statistics.median(a) / statistics.median(b):.2f}x")
+    return shipped, overlaid
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["sps", "cartpole", "all"], nargs="?", default="all")
+    parser.add_argument("what", choices=["sps", "cartpole", "cartpole-config", "all"], nargs="?", default="all")
     parser.add_argument("--env", default="puffer_squared")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--policy", choices=["default", "lstm", "mingru"], default="default")
@@ -175,6 +207,7 @@ def main():
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--budget", type=float, default=120.0, help="seconds per CartPole run before it counts as unsolved")
     parser.add_argument("--sb3-envs", type=int, default=1, help="SB3's n_envs (its default is 1)")
+    parser.add_argument("--overlay", metavar="FILE.ini", help="cartpole-config: the .ini laid over the shipped config")
     parser.add_argument("--torch-threads", type=int, default=1)
     parser.add_argument("--profile", metavar="TRACE.json", help="after the SPS run, profile one epoch and write Chrome traces")
     args, args.flags = parser.parse_known_args()
@@ -184,6 +217,11 @@ def main():
             measure_sps(args)
         if args.what in ("cartpole", "all"):
             cartpole_race(args)
+        if args.what == "cartpole-config":
+            if not args.overlay:
+                parser.error("cartpole-config needs --overlay FILE.ini (a sweep's best.ini, say)")
+            apply_config_file(load_config("CartPole-v1"), args.overlay)  # a bad file fails here, before any run
+            cartpole_configs(args)
     except (ConfigError, ParameterError, APIUsageError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     return 0

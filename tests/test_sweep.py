@@ -2,10 +2,13 @@
 the written .ini), pruning through the twin study, and two workers sharing a real PostgreSQL."""
 
 import glob
+import json
 import os
 import pwd
 import shutil
+import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -18,7 +21,7 @@ from conftest import unavailable
 from optuna.trial import TrialState
 
 from pufferlib import cli, sweep
-from pufferlib.config import ConfigError, apply_flags, load_config, read_ini
+from pufferlib.config import CONFIG_DIR, ConfigError, apply_config_file, apply_flags, load_config, read_ini
 
 # Tiny trials: a few epochs of 64 squared envs, scored over 20 episodes.
 TINY = [
@@ -115,6 +118,28 @@ def test_config_file_overlay_is_validated(tmp_path, capsys):
     assert "no such file" in capsys.readouterr().err
 
 
+def test_a_config_file_may_carry_a_search_space(tmp_path, capsys):
+    space = tmp_path / "space.ini"
+    space.write_text("[sweep]\ntrials = 5\ntrain.update_epochs = int(1, 4)\n")
+    config = apply_config_file(load_config("puffer_squared"), space)
+    assert config["sweep"]["trials"] == 5
+    assert sweep.search_space(config)["train.update_epochs"] == sweep.Distribution("int", (1, 4))
+    space.write_text("[sweep]\ntrails = 5\n")  # a setting, not a key to search: it must exist
+    assert cli.main(["sweep", "squared", "--config", str(space), "--train.data-dir", str(tmp_path)]) == 2
+    assert "unknown key 'trails' in [sweep]. Did you mean trials?" in capsys.readouterr().err
+    space.write_text("[sweep]\ntrain.update_epoch = int(1, 4)\n")
+    assert cli.main(["sweep", "squared", "--config", str(space), "--train.data-dir", str(tmp_path)]) == 2
+    assert "[sweep] train.update_epoch: no such config key to search. Did you mean train.update_epochs?" in capsys.readouterr().err
+    assert not sweep_dirs(tmp_path)
+
+
+@pytest.mark.parametrize("env_name, space_file, keys", [("CartPole-v1", "cartpole_wide.ini", 10), ("puffer_memory", "memory_length4.ini", 8)])
+def test_the_shipped_search_spaces_are_valid(env_name, space_file, keys):
+    config = apply_config_file(load_config(env_name), CONFIG_DIR / "sweeps" / space_file)
+    sweep.check_settings(config["sweep"])
+    assert len(sweep.search_space(config)) == keys and config["base"]["stop_on_solve"] is True
+
+
 # -- sweeps on SQLite -----------------------------------------------------------------------------
 
 
@@ -137,20 +162,21 @@ def test_sqlite_sweep_resume_and_the_best_ini_trains(tmp_path, capsys):
     assert sweep_dirs(tmp_path) == [sweep_dir]
     trials = study_at(sweep_dir).trials
     assert [t.number for t in trials] == [0, 1, 2, 3] and (sweep_dir / "trial_0003" / "checkpoint.pt").is_file()
-    capsys.readouterr()
+    out = capsys.readouterr().out
 
-    # The best trial's config is an .ini that train accepts and applies.
+    # The best trial's config is an .ini that train accepts and applies; the summary names its run.
     best_ini = sweep_dir / sweep.BEST_CONFIG
     best = read_ini(best_ini)
     study = study_at(sweep_dir)
     front_numbers = {t.number for t in study.best_trials}
     best_trial = next(t for t in study.trials if t.params["train.learning_rate"] == best["train"]["learning_rate"])
     assert best_trial.number in front_numbers
+    assert f"Best: trial {best_trial.number}," in out and f"; run {sweep_dir.resolve() / f'trial_{best_trial.number:04d}'}\n" in out
     assert best["train"]["total_timesteps"] == 16384
     train_flags = ["--train.device", "cpu", "--train.dashboard", "plain", "--vec.num-envs", "64", "--train.data-dir", str(tmp_path / "train")]
     assert cli.main(["train", "squared", "--config", str(best_ini), "--train.total-timesteps", "4096", *train_flags]) == 0
     [run_config] = (tmp_path / "train").glob("puffer_squared_*/config.json")
-    trained = __import__("json").loads(run_config.read_text())
+    trained = json.loads(run_config.read_text())
     for key, value in best_trial.params.items():
         section, _, name = key.partition(".")
         assert trained[section][name] == value
@@ -173,6 +199,21 @@ def test_a_metric_no_episode_reports_stops_the_sweep(tmp_path, capsys):
     assert "--sweep.metric 'scor': puffer_squared's episodes report" in capsys.readouterr().err
 
 
+def front_trial(number, score, cost, solved):
+    trial = optuna.trial.create_trial(values=[score, cost], user_attrs={"solved": solved})
+    trial.number = number
+    return trial
+
+
+def test_the_best_trial_is_the_cheapest_that_solved_else_the_best_score():
+    # Past the target a higher score is noise: the cheapest solve is what a solve-time sweep wants.
+    front = [front_trial(0, 0.5, 1.0, False), front_trial(1, 0.991, 2.0, True), front_trial(2, 0.999, 3.0, True)]
+    assert sweep.best_trial(front, "maximize").number == 1
+    unsolved = [front_trial(0, 0.5, 1.0, False), front_trial(1, 0.9, 2.0, False), front_trial(2, 0.9, 2.5, False)]
+    assert sweep.best_trial(unsolved, "maximize").number == 1  # the best score, the cheaper at a tie
+    assert sweep.best_trial(unsolved, "minimize").number == 0
+
+
 def test_a_trial_behind_the_others_is_pruned_through_its_twin(tmp_path):
     config = apply_flags(load_config("puffer_squared"), [*TINY, "--sweep.trial-steps", "60000", "--vec.num-envs", "128"])
     for key in [k for k in config["sweep"] if "." in k]:
@@ -188,6 +229,135 @@ def test_a_trial_behind_the_others_is_pruned_through_its_twin(tmp_path):
     assert frozen.user_attrs["score"] < learner.values[0]
     assert [t.state for t in twins.trials] == [TrialState.COMPLETE, TrialState.PRUNED]
     assert (tmp_path / "trial_0001" / "checkpoint.pt").is_file()
+
+
+def sweep_command(data_dir, *flags):
+    return [sys.executable, "-m", "pufferlib.cli", "sweep", "squared", "--train.data-dir", str(data_dir), *TINY, *flags]
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_cleanly_and_resume_continues(tmp_path):
+    # Trials long enough that the signal lands in the middle of the first.
+    command = sweep_command(tmp_path, "--sweep.trials", "3", "--sweep.trial-steps", "50_000_000", "--sweep.pruner", "none")
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    metrics = None
+    deadline = time.time() + 120
+    while time.time() < deadline and process.poll() is None:
+        metrics = next(iter(tmp_path.glob("puffer_squared_sweep_*/trial_0000/metrics.jsonl")), None)
+        if metrics and len(metrics.read_text().splitlines()) >= 2:  # training, a few epochs in
+            break
+        time.sleep(0.2)
+    assert process.poll() is None, process.communicate()
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, (out, err)
+    [sweep_dir] = sweep_dirs(tmp_path)
+    assert f"Stopped: the interrupted trial is recorded as such and does not count.\nContinue with: puffer sweep puffer_squared --resume {sweep_dir}\n" in out
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    [interrupted] = study_at(sweep_dir).trials
+    assert interrupted.state == TrialState.FAIL and interrupted.user_attrs["interrupted"]
+    assert [t.state for t in study_at(sweep_dir, "puffer_squared.pruning").trials] == [TrialState.FAIL]
+    lines_before = metrics.read_text()
+
+    resumed = subprocess.run(sweep_command(tmp_path, "--resume", str(sweep_dir), "--sweep.trials", "2", "--sweep.trial-steps", "16384"),
+                             capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    trials = study_at(sweep_dir).trials
+    assert [t.number for t in trials] == [0, 1, 2]  # two new trials: the interrupted one does not count
+    assert [t.state for t in trials[1:]] == [TrialState.COMPLETE, TrialState.COMPLETE]
+    assert sorted(p.name for p in sweep_dir.glob("trial_*")) == ["trial_0000", "trial_0001", "trial_0002"]
+    assert metrics.read_text() == lines_before  # the interrupted trial did not run again
+    assert "trial 0:" not in resumed.stdout
+
+
+# -- tracking: TensorBoard and W&B ------------------------------------------------------------------
+
+
+def test_tensorboard_carries_each_trials_config_and_metrics(tmp_path, capsys):
+    try:
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+        from tensorboard.plugins.hparams import plugin_data_pb2
+    except ImportError:
+        unavailable("tensorboard is not installed (pip install tensorboard; the dev extra has it)")
+    assert cli.main(["sweep", "squared", "--train.data-dir", str(tmp_path), *TINY, "--sweep.trials", "2",
+                     "--train.tensorboard", "true"]) == 0
+    capsys.readouterr()
+    [sweep_dir] = sweep_dirs(tmp_path)
+    for trial in study_at(sweep_dir).trials:
+        events = EventAccumulator(str(sweep_dir / f"trial_{trial.number:04d}" / "tensorboard"), size_guidance={"tensors": 0})
+        events.Reload()
+        lines = [json.loads(line) for line in (sweep_dir / f"trial_{trial.number:04d}" / "metrics.jsonl").read_text().splitlines()]
+        # Every epoch's metrics, as in metrics.jsonl.
+        sps = events.Scalars("sps")
+        assert [e.step for e in sps] == [m["step"] for m in lines]
+        assert [e.value for e in sps] == pytest.approx([m["sps"] for m in lines], rel=1e-6)  # float32 in TensorBoard
+        assert len(events.Scalars("env/score")) == sum("env/score" in m for m in lines) > 0
+        # The trial's whole config, as JSON in the text tab.
+        [text] = events.Tensors("config/text_summary")
+        config = json.loads(text.tensor_proto.string_val[0].decode())
+        assert config["train"]["learning_rate"] == trial.params["train.learning_rate"]
+        assert config["train"]["total_timesteps"] == 16384
+        # The searched values and the results, in the HParams tab.
+        content = events.PluginTagToContent("hparams")["_hparams_/session_start_info"]
+        hparams = plugin_data_pb2.HParamsPluginData.FromString(content).session_start_info.hparams
+        assert hparams["train.learning_rate"].number_value == trial.params["train.learning_rate"]
+        assert hparams["train.minibatch_size"].number_value == trial.params["train.minibatch_size"]
+        [score] = events.Scalars("sweep/score")
+        [cost] = events.Scalars("sweep/cost_seconds")
+        if trial.state == TrialState.COMPLETE:
+            assert (score.value, cost.value) == pytest.approx(tuple(trial.values))
+
+
+def wandb_records(path):
+    """The records of an offline W&B run file: a LevelDB log (32 KiB blocks of records, each with
+    a 7-byte header: checksum, length, type) after W&B's own 7-byte header."""
+    from wandb.proto import wandb_internal_pb2
+
+    data = Path(path).read_bytes()
+    ident, magic, _ = struct.unpack("<4sHB", data[:7])
+    assert (ident, magic) == (b":W&B", 0xBEE1)
+    position, pending = 7, b""
+    while position + 7 <= len(data):
+        if 32768 - position % 32768 < 7:  # a block's tail too short for a header is padding
+            position += 32768 - position % 32768
+            continue
+        _, length, kind = struct.unpack("<IHB", data[position:position + 7])
+        if kind == 0:
+            break
+        pending += data[position + 7:position + 7 + length]
+        position += 7 + length
+        if kind in (1, 4):  # a full record, or the last piece of one
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(pending)
+            yield record
+            pending = b""
+
+
+@pytest.mark.slow
+def test_wandb_offline_carries_each_trials_config_and_metrics(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("wandb", reason="wandb is not installed (pip install wandb): W&B logging is optional")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    assert cli.main(["sweep", "squared", "--train.data-dir", str(tmp_path), *TINY, "--sweep.trials", "1", "--train.wandb", "true"]) == 0
+    capsys.readouterr()
+    [sweep_dir] = sweep_dirs(tmp_path)
+    [trial] = study_at(sweep_dir).trials
+    [run_file] = (sweep_dir / "trial_0000" / "wandb").glob("offline-run-*/run-*.wandb")
+    records = list(wandb_records(run_file))
+    [run] = [r.run for r in records if r.WhichOneof("record_type") == "run"]
+    assert (run.run_group, run.display_name) == (sweep_dir.name, "trial_0000")
+    config = {item.key: json.loads(item.value_json) for item in run.config.update}
+    assert config["train"]["learning_rate"] == trial.params["train.learning_rate"]
+    logged = [{"/".join(item.nested_key) or item.key: json.loads(item.value_json) for item in r.history.item}
+              for r in records if r.WhichOneof("record_type") == "history"]
+    lines = [json.loads(line) for line in (sweep_dir / "trial_0000" / "metrics.jsonl").read_text().splitlines()]
+    assert [h["step"] for h in logged] == [m["step"] for m in lines] and any("env/score" in h for h in logged)
+    summary = {}
+    for r in records:
+        if r.WhichOneof("record_type") == "summary":
+            summary.update({"/".join(item.nested_key) or item.key: json.loads(item.value_json) for item in r.summary.update})
+    assert summary["train.learning_rate"] == trial.params["train.learning_rate"]
+    assert (summary["sweep/score"], summary["sweep/cost_seconds"]) == pytest.approx(tuple(trial.values))
 
 
 # -- two workers on one PostgreSQL study ------------------------------------------------------------

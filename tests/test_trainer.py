@@ -21,7 +21,7 @@ from pufferlib import assemble, cli, pufferl, vector
 from pufferlib.checkpoint import CheckpointError, read_checkpoint, resolve_checkpoint, run_dirs, save_atomic
 from pufferlib.config import ConfigError, apply_flags, env_config_files, load_config
 from pufferlib.environment import mean_infos
-from pufferlib.evaluate import SolveCheck
+from pufferlib.evaluate import RecentMean, SolveCheck
 
 
 def config_for(env_name, *flags, data_dir=None):
@@ -227,6 +227,25 @@ def test_vec_timeout_reaches_the_workers_and_bad_values_are_explained():
 
 
 # -- learning ------------------------------------------------------------------------------------
+
+
+def test_the_solve_window_holds_whole_epochs_of_the_newest_episodes():
+    window = RecentMean(100)
+    window.add(60, 0.0)
+    assert not window.ready()  # only the quickest episodes have ended
+    window.add(60, 1.0)
+    assert window.ready() and window.value() == 0.5  # the first epoch is still needed for 100
+    window.add(50, 1.0)
+    assert window.value() == 1.0  # 110 episodes without the first epoch: it is dropped
+
+    check = SolveCheck("score", 0.9, 0.05, 100)
+    assert not check.candidate({"episodes": 99, "score": 1.0})
+    assert check.candidate({"episodes": 1, "score": 0.86})  # mean 0.9986 reaches 0.9 - 0.05
+    assert check.candidate({})  # an epoch with no episode ended keeps the window
+    assert not check.candidate({"episodes": 200, "score": 0.8})
+    check.recent.clear()  # as a failed confirmation does
+    assert not check.candidate({"episodes": 50, "score": 1.0})
+    assert not SolveCheck("score", None, 0.0, 1).candidate({"episodes": 5, "score": 1.0})  # no target, no solve
 
 
 def solves(config, max_epochs):
@@ -711,6 +730,16 @@ def test_device_hook_env_needs_whole_rows_per_agent():
     env = HookedSquared(16)
     with pytest.raises(ConfigError, match="multiple of num_agents"):
         pufferl.PuffeRL(config, env, assemble.make_policy(env, config))
+
+
+def test_a_recurrent_width_unlike_the_policys_is_a_config_error():
+    config = config_for("puffer_memory", "--policy.hidden-size", "32", "--rnn.hidden-size", "64")
+    env = assemble.make_vecenv("puffer_memory", config)
+    try:
+        with pytest.raises(ConfigError, match="rnn.hidden_size 64 must equal policy.hidden_size 32: give --rnn.hidden-size 32"):
+            assemble.make_policy(env, config)
+    finally:
+        env.close()
 
 
 # -- training you can trust ------------------------------------------------------------------

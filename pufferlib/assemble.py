@@ -91,12 +91,14 @@ def _build_policy(env, config):
     if str(rnn).lower() not in pufferlib.models.RNNS:
         raise ConfigError(f"Unknown rnn {rnn!r}; valid: none, {', '.join(pufferlib.models.RNNS)}")
     rnn_class = pufferlib.models.RNNS[str(rnn).lower()]
-    wrapped = rnn_class(env, policy, input_size=policy.hidden_size, **_arguments_for(rnn_class, config["rnn"], "rnn"))
-    if wrapped.hidden_size != policy.hidden_size:
-        # The policy's own heads decode the recurrent output.
-        raise ConfigError(f"rnn.hidden_size {wrapped.hidden_size} must equal policy.hidden_size {policy.hidden_size}: "
-                          f"give --rnn.hidden-size {policy.hidden_size}, or both the same value")
-    return wrapped
+    arguments = _arguments_for(rnn_class, config["rnn"], "rnn")
+    width = arguments.get("hidden_size", policy.hidden_size)
+    if width != policy.hidden_size:  # the policy's heads read the rnn's output
+        raise ConfigError(
+            f"[rnn] hidden_size {width} differs from [policy] hidden_size {policy.hidden_size}, whose action and "
+            f"value heads read the rnn's output; give both the same width: --policy.hidden-size {width} --rnn.hidden-size {width}"
+        )
+    return rnn_class(env, policy, input_size=policy.hidden_size, **arguments)
 
 
 def _arguments_for(cls, values, section):

@@ -7,9 +7,10 @@
     python scripts/bench_train.py sps --env puffer_craftax_compact --device cuda --vec.device cuda --profile trace.json
 
 2. CartPole-v1 race, side by side in one process on the same cores: wall-clock time until the mean
-   return of the newest 100 episodes reaches 475, for PuffeRL (pufferlib/configs/classic_control.ini)
-   and for Stable-Baselines3 PPO with its default settings (`pip install stable-baselines3`, the
-   'bench' extra). Runs alternate between the two so that background load hits both alike.
+   return of the newest 100 episodes reaches 475, for PuffeRL (pufferlib/configs/classic_control.ini),
+   for Stable-Baselines3 PPO with its default settings (`pip install stable-baselines3`, the
+   'bench' extra) and for CleanRL's single-file PPO recipe (written out below). Runs alternate
+   between them so that background load hits all alike.
 
     python scripts/bench_train.py cartpole --seeds 1 2 3
     python scripts/bench_train.py all
@@ -24,9 +25,11 @@ machines extra threads mostly wait on each other). Clocks start before the env i
 """
 
 import argparse
+import random
 import statistics
 import sys
 import time
+from collections import deque
 
 import numpy as np
 import torch
@@ -142,28 +145,127 @@ def sb3_cartpole(seed, budget, n_envs):
     return (time.perf_counter() - wall if callback.solved else None), model.num_timesteps
 
 
+def cleanrl_cartpole(seed, budget):
+    """CleanRL's single-file ppo.py, its CartPole defaults: 4 envs in a SyncVectorEnv (reset in the
+    step that ends an episode, as in gymnasium 0.29), 128 steps each, 4 epochs of 4 minibatches, Adam
+    lr 2.5e-4 (eps 1e-5) annealed linearly to 0 over 500k steps, gamma 0.99, GAE 0.95, normalized
+    advantages, clip 0.2 on the policy and the value, entropy 0.01, value 0.5, grad norm 0.5, separate
+    64-64 tanh actor and critic with orthogonal init. Episode returns are summed here as its
+    RecordEpisodeStatistics would."""
+    import gymnasium
+    from torch import nn
+    from torch.distributions import Categorical
+
+    wall = time.perf_counter()
+    num_envs, num_steps, total_timesteps, learning_rate = 4, 128, 500_000, 2.5e-4
+    gamma, gae_lambda, clip, batch_size = 0.99, 0.95, 0.2, 4 * 128
+    minibatch_size, num_iterations = batch_size // 4, total_timesteps // batch_size
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    envs = gymnasium.vector.SyncVectorEnv([lambda: gymnasium.make("CartPole-v1")] * num_envs,
+                                          autoreset_mode=gymnasium.vector.AutoresetMode.SAME_STEP)
+    obs_size, num_actions = envs.single_observation_space.shape[0], envs.single_action_space.n
+
+    def layer(inputs, outputs, std=2 ** 0.5):
+        linear = nn.Linear(inputs, outputs)
+        nn.init.orthogonal_(linear.weight, std)
+        nn.init.constant_(linear.bias, 0.0)
+        return linear
+
+    def mlp(outputs, std):
+        return nn.Sequential(layer(obs_size, 64), nn.Tanh(), layer(64, 64), nn.Tanh(), layer(64, outputs, std))
+
+    critic, actor = mlp(1, 1.0), mlp(num_actions, 0.01)
+    parameters = [*critic.parameters(), *actor.parameters()]
+    optimizer = torch.optim.Adam(parameters, lr=learning_rate, eps=1e-5)
+    obs = torch.zeros((num_steps, num_envs, obs_size))
+    actions, logprobs, rewards, dones, values = (torch.zeros((num_steps, num_envs)) for _ in range(5))
+    next_obs, next_done = torch.as_tensor(envs.reset(seed=seed)[0], dtype=torch.float32), torch.zeros(num_envs)
+    running_returns, recent_returns, global_step = np.zeros(num_envs), deque(maxlen=100), 0
+    try:
+        for iteration in range(num_iterations):
+            if time.perf_counter() - wall >= budget:
+                break
+            optimizer.param_groups[0]["lr"] = (1.0 - iteration / num_iterations) * learning_rate
+            for step in range(num_steps):
+                global_step += num_envs
+                obs[step], dones[step] = next_obs, next_done
+                with torch.no_grad():
+                    distribution = Categorical(logits=actor(next_obs))
+                    action = distribution.sample()
+                    values[step] = critic(next_obs).flatten()
+                actions[step], logprobs[step] = action, distribution.log_prob(action)
+                observation, reward, terminated, truncated, _ = envs.step(action.numpy())
+                done = terminated | truncated
+                rewards[step] = torch.as_tensor(reward, dtype=torch.float32)
+                next_obs, next_done = torch.as_tensor(observation, dtype=torch.float32), torch.as_tensor(done, dtype=torch.float32)
+                running_returns += reward
+                recent_returns.extend(running_returns[done])
+                running_returns[done] = 0
+                if len(recent_returns) == 100 and np.mean(recent_returns) >= CARTPOLE_TARGET:
+                    return time.perf_counter() - wall, global_step
+            with torch.no_grad():
+                advantages, last = torch.zeros_like(rewards), 0.0
+                for t in reversed(range(num_steps)):
+                    next_value = critic(next_obs).flatten() if t == num_steps - 1 else values[t + 1]
+                    nonterminal = 1.0 - (next_done if t == num_steps - 1 else dones[t + 1])
+                    delta = rewards[t] + gamma * next_value * nonterminal - values[t]
+                    advantages[t] = last = delta + gamma * gae_lambda * nonterminal * last
+                returns = advantages + values
+            b_obs, b_actions, b_logprobs = obs.reshape(-1, obs_size), actions.reshape(-1), logprobs.reshape(-1)
+            b_advantages, b_returns, b_values = advantages.reshape(-1), returns.reshape(-1), values.reshape(-1)
+            for _ in range(4):
+                order = np.random.permutation(batch_size)
+                for start in range(0, batch_size, minibatch_size):
+                    mb = order[start:start + minibatch_size]
+                    distribution = Categorical(logits=actor(b_obs[mb]))
+                    ratio = (distribution.log_prob(b_actions[mb]) - b_logprobs[mb]).exp()
+                    advantage = (b_advantages[mb] - b_advantages[mb].mean()) / (b_advantages[mb].std() + 1e-8)
+                    pg_loss = torch.max(-advantage * ratio, -advantage * ratio.clamp(1 - clip, 1 + clip)).mean()
+                    value = critic(b_obs[mb]).flatten()
+                    value_clipped = b_values[mb] + (value - b_values[mb]).clamp(-clip, clip)
+                    v_loss = 0.5 * torch.max((value - b_returns[mb]) ** 2, (value_clipped - b_returns[mb]) ** 2).mean()
+                    loss = pg_loss - 0.01 * distribution.entropy().mean() + 0.5 * v_loss
+                    optimizer.zero_grad()
+                    loss.backward()
+                    nn.utils.clip_grad_norm_(parameters, 0.5)
+                    optimizer.step()
+        return None, global_step
+    finally:
+        envs.close()
+
+
 def cartpole_race(args):
+    peers = [("PuffeRL", lambda seed: puffer_cartpole(seed, args.budget))]
     try:
         import stable_baselines3
+
+        peers.append((f"SB3 {stable_baselines3.__version__}", lambda seed: sb3_cartpole(seed, args.budget, args.sb3_envs)))
     except ImportError:
-        print("The CartPole race needs Stable-Baselines3: pip install -e '.[bench]' (or pip install stable-baselines3)")
-        return None
-    print(f"CartPole-v1 to mean return >= {CARTPOLE_TARGET:.0f} over 100 episodes; PuffeRL vs SB3 {stable_baselines3.__version__} "
-          f"PPO defaults ({args.sb3_envs} env); torch threads {torch.get_num_threads()}; budget {args.budget:.0f} s per run")
-    print("| seed | PuffeRL s | PuffeRL steps | SB3 s | SB3 steps |")
-    print("| --- | --- | --- | --- | --- |")
-    ours, theirs = [], []
-    for seed in args.seeds:
-        ours.append(puffer_cartpole(seed, args.budget))
-        theirs.append(sb3_cartpole(seed, args.budget, args.sb3_envs))
+        print("Stable-Baselines3 is not installed, so it sits out the race: pip install -e '.[bench]' (or pip install stable-baselines3)")
+    peers.append(("CleanRL-style", lambda seed: cleanrl_cartpole(seed, args.budget)))
+    print(f"CartPole-v1 to mean return >= {CARTPOLE_TARGET:.0f} over the newest 100 episodes; SB3 PPO defaults "
+          f"({args.sb3_envs} env); torch threads {torch.get_num_threads()}; budget {args.budget:.0f} s per run")
+    print("| seed | " + " | ".join(f"{name} s | {name} steps" for name, _ in peers) + " |")
+    print("| --- |" + " --- | --- |" * len(peers))
+    results = {name: [] for name, _ in peers}
+    for index, seed in enumerate(args.seeds):
+        # Each seed starts with the next peer, so no library always runs first (or right after another).
+        for name, run in peers[index % len(peers):] + peers[:index % len(peers)]:
+            results[name].append(run(seed))
         show = lambda t: f"{t:.1f}" if t is not None else f"> {args.budget:.0f} (unsolved)"  # noqa: E731
-        print(f"| {seed} | {show(ours[-1][0])} | {ours[-1][1]} | {show(theirs[-1][0])} | {theirs[-1][1]} |", flush=True)
-    a = [t for t, _ in ours if t is not None]
-    b = [t for t, _ in theirs if t is not None]
-    if a and b:
-        print(f"median: PuffeRL {statistics.median(a):.1f} s ({len(a)}/{len(ours)} solved), SB3 {statistics.median(b):.1f} s "
-              f"({len(b)}/{len(theirs)} solved): {statistics.median(b) / statistics.median(a):.1f}x faster")
-    return ours, theirs
+        print(f"| {seed} | " + " | ".join(f"{show(results[name][-1][0])} | {results[name][-1][1]}" for name, _ in peers) + " |", flush=True)
+    medians = {}
+    for name, _ in peers:
+        solved = [seconds for seconds, _ in results[name] if seconds is not None]
+        medians[name] = statistics.median(solved) if solved else None
+        print(f"{name}: median {medians[name]:.1f} s" if solved else f"{name}: never solved", f"({len(solved)}/{len(args.seeds)} solved)")
+    ours = medians["PuffeRL"]
+    for name, _ in peers[1:]:
+        if ours and medians[name]:
+            print(f"PuffeRL is {medians[name] / ours:.1f}x faster than {name} (median over median)")
+    return results
 
 
 def cartpole_configs(args):

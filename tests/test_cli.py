@@ -34,6 +34,7 @@ BAD_INPUTS = [
     (["train", "puffer_squared", "--train.learning-rate", "fast"], "expected a number", None),
     (["train", "puffer_squared", "--train.neptune", "1"], "Unknown flag --train.neptune", "Did you mean"),
     (["train", "puffer_squared", "--train.hidden-size", "32"], "Did you mean --policy.hidden-size?", None),
+    (["train", "puffer_memory", "--rnn.hidden-size", "128"], "--policy.hidden-size 128 --rnn.hidden-size 128", None),
     (["train", "nonexistent"], "No config for env 'nonexistent'", "Did you mean"),
     (["train", "puffer_breakot"], "Did you mean puffer_breakout?", None),
     (["trian", "puffer_squared"], "Did you mean train?", None),

@@ -736,7 +736,7 @@ def test_a_recurrent_width_unlike_the_policys_is_a_config_error():
     config = config_for("puffer_memory", "--policy.hidden-size", "32", "--rnn.hidden-size", "64")
     env = assemble.make_vecenv("puffer_memory", config)
     try:
-        with pytest.raises(ConfigError, match="rnn.hidden_size 64 must equal policy.hidden_size 32: give --rnn.hidden-size 32"):
+        with pytest.raises(ConfigError, match=r"\[rnn\] hidden_size 64 differs from \[policy\] hidden_size 32.*--policy.hidden-size 64 --rnn.hidden-size 64"):
             assemble.make_policy(env, config)
     finally:
         env.close()

@@ -34,7 +34,7 @@ def free_port():
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_two_ranks_train_one_policy_and_only_rank_0_reports(tmp_path):
-    run = torchrun("-m", "pufferlib.cli", "train", "puffer_squared", "--vec.num-envs", "512",
+    run = torchrun("-m", "pufferlib.cli", "train", "puffer_squared", "--vec.num-envs", "1024",
                    "--train.data-dir", str(tmp_path), *QUIET)
     out, _ = run.communicate()
     assert run.returncode == 0, out
@@ -43,7 +43,7 @@ def test_two_ranks_train_one_policy_and_only_rank_0_reports(tmp_path):
     [run_dir] = run_dirs(tmp_path, "puffer_squared")  # rank 0 alone writes a run folder
     checkpoint = read_checkpoint(run_dir)
     # Each epoch counts both ranks' steps; every update checked that the ranks' weights agree.
-    assert checkpoint["global_step"] == checkpoint["epoch"] * 2 * 512 * 32
+    assert checkpoint["global_step"] == checkpoint["epoch"] * 2 * 1024 * 32
 
     # The checkpoint resumes on one process as well.
     config = cli.apply_flags(checkpoint["config"], ["--train.total-timesteps", str(checkpoint["global_step"] + 65536)])

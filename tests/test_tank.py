@@ -270,18 +270,16 @@ RANK_ENVIRONMENT = {
 }
 
 
+# `puffer tank run` of the bare image as one rank of a job: no checkout mounted, no GPU.
+RANK_RUN = ["run", "--image", ROOTFS, "--no-mount", "--gpus", "none", "--"]
+
+
 @pytest.mark.docker
 def test_a_rank_in_the_tank_gets_the_job_variables_and_the_host_network(docker_client):
     """`puffer tank run` as one rank of a multi-node job: torchrun's, NCCL's and gloo's variables
     reach the container, nothing else of the caller's does, and the network is the host's."""
     result = tank(
-        "run",
-        "--image",
-        ROOTFS,
-        "--no-mount",
-        "--gpus",
-        "none",
-        "--",
+        *RANK_RUN,
         "sh",
         "-c",
         "env; echo interfaces: $(ls /sys/class/net)",
@@ -302,21 +300,7 @@ def test_sigterm_stops_the_container(docker_client):
     take its container down with it, not leave it running."""
     marker = f"rank-{uuid.uuid4().hex}"
     run = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pufferlib.tank",
-            "run",
-            "--image",
-            ROOTFS,
-            "--no-mount",
-            "--gpus",
-            "none",
-            "--",
-            "sh",
-            "-c",
-            f"echo {marker}; exec sleep 300",
-        ],
+        [sys.executable, "-m", "pufferlib.tank", *RANK_RUN, "sh", "-c", f"echo {marker}; exec sleep 300"],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

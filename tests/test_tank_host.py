@@ -173,6 +173,14 @@ def hook_image(docker_client, tag, marker):
     return image.id
 
 
+def hook_user():
+    """A fresh user for a login-hook test: (user, its image's tag, its container's name)."""
+    if shutil.which("script") is None:
+        unavailable("script (util-linux) is not installed")
+    user = f"hooktest{uuid.uuid4().hex[:8]}"
+    return user, f"puffertank-ci/hook-{user}:latest", f"puffertank-{user}"
+
+
 def login(home, user, image, docker_host=None, extra_env=None):
     """An interactive ssh login (as the hook sees one) that sources the hook; its output."""
     env = dict(os.environ, HOME=str(home), USER=user, PUFFERTANK_IMAGE=image, SSH_CONNECTION="10.0.0.1 1 10.0.0.2 22")
@@ -188,11 +196,7 @@ def login(home, user, image, docker_host=None, extra_env=None):
 
 @pytest.mark.docker
 def test_login_hook_replaces_the_container_when_the_image_changed(docker_client, tmp_path):
-    if shutil.which("script") is None:
-        unavailable("script (util-linux) is not installed")
-    user = f"hooktest{uuid.uuid4().hex[:8]}"
-    image = f"puffertank-ci/hook-{user}:latest"
-    name = f"puffertank-{user}"
+    user, image, name = hook_user()
     first = hook_image(docker_client, image, "one")
     try:
         output = login(tmp_path, user, image)
@@ -229,11 +233,7 @@ def test_login_hook_replaces_the_container_when_the_image_changed(docker_client,
 def test_login_hook_passes_the_job_variables_and_shares_the_host_network(docker_client, tmp_path):
     """A login that sets torchrun's, NCCL's or gloo's variables (~/.bash_profile, ssh's SendEnv)
     has them in the container, and the container's network is the host's: a multi-node job works."""
-    if shutil.which("script") is None:
-        unavailable("script (util-linux) is not installed")
-    user = f"hooktest{uuid.uuid4().hex[:8]}"
-    image = f"puffertank-ci/hook-{user}:latest"
-    name = f"puffertank-{user}"
+    user, image, name = hook_user()
     built = hook_image(docker_client, image, "one")
     job = {
         "MASTER_ADDR": "10.1.2.3",

@@ -90,10 +90,7 @@ def train(env_name, config, resume=None, load_model_path=None):
 def train_ranks(env_name, config, world, resume, load_model_path):
     train_config, base = config["train"], config["base"]
     main = world.is_main
-    if world.size > 1 and world.cuda:  # one GPU per rank: this rank's
-        train_config["device"] = str(world.device)
-        if config["vec"]["device"] != "cpu":
-            config["vec"]["device"] = str(world.device)
+    world.place(config)
     checkpoint = None
     if resume:
         checkpoint = read_checkpoint(resolve_checkpoint(resume, train_config["data_dir"], env_name))

@@ -27,6 +27,9 @@ class World:
 
     rank, size, local_rank = 0, 1, 0
 
+    def place(self, config):
+        """Points the config's training and env devices at this rank's GPU."""
+
     @property
     def is_main(self):
         return self.rank == 0
@@ -97,6 +100,12 @@ class TorchrunWorld(World):
             raise self.not_started(error) from None
         if len(set(hashes)) > 1:
             raise ConfigError(f"ranks were started with different configs (hashes by rank: {hashes}); give every rank the same flags")
+
+    def place(self, config):
+        if self.cuda:  # one GPU per rank: this rank's
+            config["train"]["device"] = str(self.device)
+            if config["vec"]["device"] != "cpu":
+                config["vec"]["device"] = str(self.device)
 
     def average_gradients(self, parameters):
         grads = [p.grad for p in parameters if p.grad is not None]

@@ -5,6 +5,7 @@
     python scripts/bench_train.py sps                                   # puffer_squared, CPU defaults
     python scripts/bench_train.py sps --device cuda --policy mingru --hidden 256 --layers 3 --num-envs 8192
     python scripts/bench_train.py sps --env puffer_craftax_compact --device cuda --vec.device cuda --profile trace.json
+    torchrun --nproc-per-node 2 scripts/bench_train.py sps --env puffer_craftax_compact --device cuda --vec.device cuda
 
 2. CartPole-v1 race, side by side in one process on the same cores: wall-clock time until the mean
    return of the newest 100 episodes reaches 475, for PuffeRL (pufferlib/configs/classic_control.ini),
@@ -36,8 +37,10 @@ import torch
 
 from pufferlib import assemble, pufferl
 from pufferlib.config import ConfigError, apply_config_file, apply_flags, load_config
+from pufferlib.distributed import make_world
 from pufferlib.evaluate import SolveCheck
 from pufferlib.exceptions import APIUsageError, ParameterError
+from pufferlib.models import describe
 
 CARTPOLE_TARGET = 475.0
 
@@ -52,15 +55,25 @@ def measure_sps(args):
         if getattr(args, key) is not None:
             flags += [f"--train.{key.replace('_', '-')}", str(getattr(args, key))]
     config = apply_flags(load_config(args.env), flags + args.flags)
+    world = make_world(config, args.device)
+    try:
+        return measure_ranks(args, config, world)
+    finally:
+        world.close()
+
+
+def measure_ranks(args, config, world):
+    """Under torchrun, every rank trains its own envs; steps count all ranks and rank 0 prints."""
+    world.place(config)
     vecenv = assemble.make_vecenv(args.env, config)
-    trainer = pufferl.PuffeRL(config, vecenv, assemble.make_policy(vecenv, config))
+    trainer = pufferl.PuffeRL(config, vecenv, assemble.make_policy(vecenv, config), world)
     synchronize = torch.cuda.synchronize if trainer.device.startswith("cuda") else (lambda: None)
     for _ in range(args.warmup):
         trainer.collect()
         trainer.train()
     synchronize()
     step0, start, rollout, update, epochs = trainer.global_step, time.perf_counter(), 0.0, 0.0, 0
-    while time.perf_counter() - start < args.seconds:
+    while not world.decide(time.perf_counter() - start >= args.seconds):  # ranks run the same epochs
         trainer.collect()
         trainer.train()
         rollout += trainer.timings["rollout"]
@@ -70,18 +83,19 @@ def measure_sps(args):
     elapsed = time.perf_counter() - start
     steps = trainer.global_step - step0
     if args.profile:
-        profile_epoch(trainer, args.profile)
+        profile_epoch(trainer, args.profile, report=world.is_main)
     trainer.close()
-    from pufferlib.models import describe
-
-    print(f"{args.env} on {trainer.device}: {describe(trainer.policy)}, {trainer.num_agents} agents, "
-          f"batch {trainer.batch_size}, minibatch {trainer.minibatch_segments * trainer.horizon}, {trainer.train_config['optimizer']}")
+    if not world.is_main:
+        return steps / elapsed
+    ranks, per_rank = (f" x {world.size} ranks", " a rank") if world.size > 1 else ("", "")
+    print(f"{args.env} on {trainer.device}{ranks}: {describe(trainer.policy)}, {trainer.num_agents} agents{per_rank}, "
+          f"batch {trainer.batch_size}{per_rank}, minibatch {trainer.minibatch_segments * trainer.horizon}, {trainer.train_config['optimizer']}")
     print(f"  training {steps / elapsed / 1e6:.3f}M SPS over {epochs} epochs ({elapsed:.1f} s); "
           f"rollout {steps / rollout / 1e6:.3f}M SPS alone, update {steps / update / 1e6:.3f}M SPS alone")
     return steps / elapsed
 
 
-def profile_epoch(trainer, trace_path):
+def profile_epoch(trainer, trace_path, report=True):
     """One more epoch under torch.profiler: the top operators by device time (by CPU time on a
     CPU) for the rollout and the update, and a Chrome trace at ``trace_path``."""
     from torch.profiler import ProfilerActivity, profile
@@ -93,9 +107,10 @@ def profile_epoch(trainer, trace_path):
             phase()
             if trainer.device.startswith("cuda"):
                 torch.cuda.synchronize()
-        print(f"-- {name}: top operators")
-        print(profiler.key_averages().table(sort_by=sort, row_limit=20, max_name_column_width=60))
-        profiler.export_chrome_trace(trace_path.replace(".json", f"_{name}.json"))
+        if report:
+            print(f"-- {name}: top operators")
+            print(profiler.key_averages().table(sort_by=sort, row_limit=20, max_name_column_width=60))
+            profiler.export_chrome_trace(trace_path.replace(".json", f"_{name}.json"))
 
 
 def puffer_cartpole(seed, budget, overlay=None):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+import torch
 
 from pufferlib import cli
 from pufferlib.checkpoint import read_checkpoint, run_dirs
@@ -84,11 +85,11 @@ def test_a_rank_that_raises_stops_every_rank_with_its_error(tmp_path):
     assert "SIGABRT" not in out and "terminate called" not in out
 
 
-def torchrun_node(port, *args):
-    """One node of a two-node job, started as on its own machine: it finds the other through the
-    c10d rendezvous at 127.0.0.1:PORT, and its ranks talk over the interface named for gloo."""
+def torchrun_node(port, node_rank, *args):
+    """One node of a two-node job, started as on its own machine: it meets the other at node 0's
+    127.0.0.1:PORT, and its ranks talk over the interface named for gloo."""
     launcher = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
-                "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "two-nodes"]
+                "--node-rank", str(node_rank), "--master-addr", "127.0.0.1", "--master-port", str(port)]
     return torchrun(*args, launcher=launcher, env={"GLOO_SOCKET_IFNAME": "lo"})
 
 
@@ -97,8 +98,8 @@ def torchrun_node(port, *args):
 def test_two_nodes_meet_at_the_rendezvous_and_train_one_policy(tmp_path):
     port = free_port()
     train = ["-m", "pufferlib.cli", "train", "puffer_squared", "--vec.num-envs", "64", *QUIET]
-    nodes = [torchrun_node(port, *train, "--train.total-timesteps", "40000", "--train.data-dir", str(tmp_path))
-             for _ in range(2)]
+    nodes = [torchrun_node(port, node, *train, "--train.total-timesteps", "40000", "--train.data-dir", str(tmp_path))
+             for node in range(2)]
     outs = [node.communicate(timeout=240)[0] for node in nodes]
     for node, out in zip(nodes, outs):
         assert node.returncode == 0, out
@@ -113,10 +114,10 @@ def test_two_nodes_meet_at_the_rendezvous_and_train_one_policy(tmp_path):
 def test_a_rank_dying_on_one_node_stops_the_other_node(tmp_path):
     port = free_port()
     # Collectives would wait 10 minutes for the dead rank: ending within a minute is the ranks' doing.
-    nodes = [torchrun_node(port, "-m", "pufferlib.cli", "train", "puffer_squared", "--vec.num-envs", "64",
+    nodes = [torchrun_node(port, node, "-m", "pufferlib.cli", "train", "puffer_squared", "--vec.num-envs", "64",
                            "--train.total-timesteps", "1e9", "--train.checkpoint-interval", "1",
                            "--train.distributed-timeout", "600", "--train.data-dir", str(tmp_path), *QUIET)
-             for _ in range(2)]
+             for node in range(2)]
     deadline = time.time() + 120
     while time.time() < deadline and not list(tmp_path.glob("*/checkpoint.pt")):
         time.sleep(0.2)
@@ -235,3 +236,53 @@ def test_resume_with_another_number_of_ranks_trains_to_the_budget(tmp_path):
 
     config = cli.apply_flags(read_checkpoint(alone.run_dir)["config"], ["--train.total-timesteps", "24576"])
     assert cli.train("puffer_squared", config, resume=str(alone.run_dir)).global_step == 24576  # four of one
+
+
+GPU_ENV_RANK = """
+import os
+from pufferlib import assemble, pufferl
+from pufferlib.config import apply_flags, load_config
+from pufferlib.distributed import make_world
+config = apply_flags(load_config("puffer_craftax_compact"), [
+    "--train.device", "cuda", "--vec.device", "cuda", "--vec.num-envs", "1024", "--train.horizon", "32",
+    "--train.minibatch-size", "4096", "--train.dashboard", "off"])
+world = make_world(config, "cuda")
+world.place(config)
+vecenv = assemble.make_vecenv("puffer_craftax_compact", config)
+trainer = pufferl.PuffeRL(config, vecenv, assemble.make_policy(vecenv, config), world)
+for _ in range(3):  # train() checks after each epoch that every rank holds the same weights
+    trainer.collect()
+    trainer.train()
+assert trainer.device == f"cuda:{world.local_rank}" and str(trainer.vecenv.device) == trainer.device
+print(f"rank {world.rank}: {trainer.global_step} steps on {trainer.device}")
+trainer.close()
+world.close()
+"""
+
+
+def two_gpus(test):
+    return pytest.mark.gpu(pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA GPUs")(test))
+
+
+@two_gpus
+@pytest.mark.timeout(300)
+def test_two_gpus_each_step_their_own_gpu_envs_and_agree_on_the_weights(tmp_path):
+    pytest.importorskip("ocean.craftax.gpu", reason="the CUDA Craftax is not built")
+    script = tmp_path / "gpu_env_rank.py"
+    script.write_text(GPU_ENV_RANK)
+    run = torchrun(str(script))
+    out, _ = run.communicate(timeout=280)
+    assert run.returncode == 0, out
+    assert "rank 0: 196608 steps on cuda:0" in out and "rank 1: 196608 steps on cuda:1" in out
+
+
+@two_gpus
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_two_gpus_train_squared_to_the_optimum(tmp_path):
+    run = torchrun("-m", "pufferlib.cli", "train", "puffer_squared", "--vec.num-envs", "1024", "--train.device", "cuda",
+                   "--train.dashboard", "plain", "--train.print-interval", "1000", "--train.data-dir", str(tmp_path))
+    out, _ = run.communicate(timeout=580)
+    assert run.returncode == 0, out
+    assert "Training puffer_squared on cuda:0 x 2 ranks" in out
+    assert "Solved: the final policy holds" in out

@@ -5,14 +5,19 @@ The ``[sweep]`` section of a config names the keys to search, one distribution e
 sampler, pruner, storage). Each trial is a normal run in its own folder (config.json,
 metrics.jsonl, checkpoint.pt) inside the sweep's folder. Optuna searches two objectives at once:
 the score (the metric averaged over the newest ``[base] solve_episodes`` episodes when the trial
-ends) and its cost (the seconds or steps the trial took to first reach that score); the result
-is their Pareto front.
+ends) and its cost (the wall-clock seconds, CPU seconds or steps the trial took to first reach that
+score); the result is their Pareto front. A trial may train its config on several seeds, each a run
+of its own: its score is then the worst seed's and its cost the seeds' median, so a config counts
+as solving only where every seed solves.
 
 Optuna's pruners are single-objective (``Trial.report`` refuses a multi-objective study), so each
-trial has a twin in a single-objective study beside the main one, ``<study>.pruning``: the twin
-receives the trial's score at fixed fractions of its budget, and the configured pruner (median,
-successive halving) judges it against the twins of the trials before it. A pruned trial is
-recorded as pruned in the main study, with the score and cost it had reached.
+seed run of a trial has a twin in a single-objective study beside the main one, ``<study>.pruning``:
+the twin receives the run's score at fixed fractions of its budget, and the configured pruner
+(median, successive halving) judges it against the twins of the runs before it at the same
+fraction. Every seed is such a run, on the same budget, so each is judged like for like (a twin
+per trial would not do: the median pruner keeps a trial's best score over all its reports, and a
+first seed's good score would shield every later one). A trial whose seed is pruned is recorded as
+pruned in the main study, with the score and cost it had reached.
 """
 
 import ast
@@ -24,12 +29,15 @@ import os
 import random
 import shutil
 import socket
+import statistics
 import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import optuna
+import psutil
 import sqlalchemy
 from optuna.trial import TrialState
 
@@ -51,10 +59,12 @@ DISTRIBUTION_HELP = (
 )
 SAMPLERS = ("tpe", "random", "nsga2")
 PRUNERS = ("median", "successive_halving", "none")
-COSTS = ("seconds", "steps")
+COSTS = ("seconds", "steps", "cpu_seconds")
+COST_UNITS = {"seconds": "s", "steps": "steps", "cpu_seconds": "CPU s"}
+COST_NAMES = {"seconds": "wall-clock seconds", "steps": "env steps", "cpu_seconds": "CPU seconds"}
 DIRECTIONS = ("maximize", "minimize")
 # Settings that must agree among the workers of one study and across a resume.
-STUDY_DEFINITION = ("metric", "direction", "cost")
+STUDY_DEFINITION = ("metric", "direction", "cost", "seeds")
 HEARTBEAT_SECONDS = 60  # a worker that dies leaves its trial RUNNING; others fail it after the grace period
 GRACE_SECONDS = 180
 SCHEMA_ATTEMPTS = 5
@@ -157,7 +167,7 @@ def check_settings(settings):
     choice("cost", COSTS)
     choice("sampler", SAMPLERS)
     choice("pruner", PRUNERS)
-    for key, low in (("trials", 1), ("report_points", 1), ("startup_trials", 0), ("prune_startup", 0), ("trial_steps", 0)):
+    for key, low in (("trials", 1), ("seeds", 1), ("report_points", 1), ("startup_trials", 0), ("prune_startup", 0), ("trial_steps", 0)):
         if not isinstance(settings[key], int) or settings[key] < low:
             raise ConfigError(f"--sweep.{key.replace('_', '-')} {settings[key]!r}: expected an integer >= {low}")
     if not 0 <= settings["prune_warmup"] < 1:
@@ -218,7 +228,9 @@ def make_sampler(settings, seed):
 def make_pruner(settings):
     warmup_points = math.ceil(settings["prune_warmup"] * settings["report_points"])
     if settings["pruner"] == "median":
-        return optuna.pruners.MedianPruner(n_startup_trials=settings["prune_startup"], n_warmup_steps=warmup_points)
+        # The twins are seed runs: prune_startup trials finish that many runs each.
+        startup_runs = settings["prune_startup"] * settings["seeds"]
+        return optuna.pruners.MedianPruner(n_startup_trials=startup_runs, n_warmup_steps=warmup_points)
     if settings["pruner"] == "successive_halving":
         return optuna.pruners.SuccessiveHalvingPruner(min_resource=max(1, warmup_points))
     return optuna.pruners.NopPruner()
@@ -242,11 +254,49 @@ def solve_target(config, env):
     return base["solve_score"]
 
 
+class Progress(NamedTuple):
+    """Where a run stood after an epoch: its spend on each cost's clock, and its score."""
+
+    steps: int
+    seconds: float
+    cpu_seconds: float
+    score: float
+
+
+class CpuClock:
+    """CPU seconds spent since the clock was made by this process, every thread of it (the trainer,
+    torch's threads, a native env's threads), and by the vecenv's worker processes, which
+    ``time.process_time`` does not see while they run. Ray's workers are not this process's
+    children and are not counted."""
+
+    def __init__(self, vecenv):
+        # Multiprocessing keeps its workers in .processes; native and Serial step envs in this process.
+        self.workers = [psutil.Process(process.pid) for process in getattr(vecenv, "processes", ())]
+        self.start = self.total()
+
+    def total(self):
+        seconds = time.process_time()
+        for worker in self.workers:
+            try:
+                times = worker.cpu_times()
+            except psutil.Error:  # a worker that died: the vecenv stops the run with its error
+                continue
+            seconds += times.user + times.system
+        return seconds
+
+    def __call__(self):
+        return self.total() - self.start
+
+
 def train_trial(config, run_dir, settings, on_progress, params):
-    """Trains one trial's config as a normal run in ``run_dir``; returns [(steps, seconds, score)]
-    per epoch, and whether its training episodes reached the env's solve target. ``on_progress(fraction of budget, (steps, seconds, score))`` is called each epoch and may raise
-    ``optuna.TrialPruned``; the checkpoint is written either way, and so are the searched ``params``
-    with the score and cost, to wandb and TensorBoard when they are on."""
+    """Trains one seed of a trial's config as a normal run in ``run_dir``; returns a Progress per
+    epoch (once enough episodes ended to score), and whether its training episodes reached the
+    env's solve target. ``on_progress(fraction of budget, Progress)`` is called each epoch and may
+    raise ``optuna.TrialPruned``; the checkpoint is written either way, and so are the searched
+    ``params`` with the run's score and cost, to wandb and TensorBoard when they are on.
+
+    ``trial_seconds`` is counted on the cost's clock: CPU seconds when the cost is, so that neither
+    the budget nor the pruner's fractions of it move with other jobs' load; else wall-clock."""
     env_name = config["base"]["env_name"]
     with open(run_dir / "config.json", "w") as f:
         json.dump(config, f, indent=2)
@@ -264,6 +314,11 @@ def train_trial(config, run_dir, settings, on_progress, params):
     solve_check = SolveCheck(base["solve_metric"], target, base["solve_tolerance"], base["solve_episodes"])
     history, reached_target = [], False
     metrics = MetricsLog(run_dir, config, group=run_dir.parent.name)
+    cpu_clock = CpuClock(vecenv)  # from when the trainer is ready, as trainer.seconds()
+
+    def spent():
+        return cpu_clock() if settings["cost"] == "cpu_seconds" else trainer.seconds()
+
     try:
         pruned = None
         try:
@@ -286,13 +341,13 @@ def train_trial(config, run_dir, settings, on_progress, params):
                         raise TrialFailed(f"{metric} is {stats[metric]} at step {trainer.global_step}")
                     score.add(stats["episodes"], stats[metric])
                     if score.ready():
-                        history.append((trainer.global_step, trainer.seconds(), score.value()))
+                        history.append(Progress(trainer.global_step, trainer.seconds(), cpu_clock(), score.value()))
                 solved = solve_check.candidate(stats)
                 reached_target = reached_target or solved
-                out_of_time = settings["trial_seconds"] and trainer.seconds() >= settings["trial_seconds"]
+                out_of_time = settings["trial_seconds"] and spent() >= settings["trial_seconds"]
                 progress = trainer.epoch / trainer.total_epochs
                 if settings["trial_seconds"]:
-                    progress = max(progress, trainer.seconds() / settings["trial_seconds"])
+                    progress = max(progress, spent() / settings["trial_seconds"])
                 if history:
                     on_progress(min(progress, 1.0), history[-1])
                 if out_of_time or (solved and base["stop_on_solve"]):
@@ -317,14 +372,19 @@ def train_trial(config, run_dir, settings, on_progress, params):
 
 
 def score_and_cost(history, direction, cost):
-    """The final score, and the steps or seconds at which the trial first reached it."""
-    final = history[-1][2]
-    reached = next(h for h in history if (h[2] >= final if direction == "maximize" else h[2] <= final))
-    return final, float(reached[0] if cost == "steps" else reached[1])
+    """A run's final score, and its spend on the ``cost`` clock when it first reached it."""
+    final = history[-1].score
+    reached = next(h for h in history if (h.score >= final if direction == "maximize" else h.score <= final))
+    return final, float(getattr(reached, cost))
 
 
-def trial_config(config, params, settings):
+def worst(scores, direction):
+    return min(scores) if direction == "maximize" else max(scores)
+
+
+def trial_config(config, params, settings, seed):
     config = copy.deepcopy(config)
+    config["base"]["seed"] = seed
     for key, value in params.items():
         section, _, name = key.partition(".")
         config[section][name] = value
@@ -345,11 +405,35 @@ def describe(params):
 
 
 def unit(cost):
-    return "s" if cost == "seconds" else "steps"
+    return COST_UNITS[cost]
+
+
+def seed_runs(sweep_dir, number, base_seed, seeds):
+    """[(seed, run folder)] of trial ``number``: trial_0007 on one seed; trial_0007_seed_42,
+    trial_0007_seed_43, ... on several (flat, so each run keeps a name of its own in wandb)."""
+    if seeds == 1:
+        return [(base_seed, sweep_dir / f"trial_{number:04d}")]
+    return [(seed, sweep_dir / f"trial_{number:04d}_seed_{seed}") for seed in range(base_seed, base_seed + seeds)]
+
+
+def trial_runs(trial):
+    """The run folders of a finished trial."""
+    return trial.user_attrs.get("run_dirs") or [trial.user_attrs.get("run_dir")]
+
+
+def score_label(settings):
+    seeds = settings["seeds"]
+    return settings["metric"] if seeds == 1 else f"{settings['metric']} (worst of {seeds} seeds)"
+
+
+def cost_label(settings):
+    seeds = settings["seeds"]
+    return unit(settings["cost"]) if seeds == 1 else f"{unit(settings['cost'])}, median of {seeds} seeds"
 
 
 class Objective:
-    """Runs one trial for ``study.optimize``: samples, trains, feeds the pruning twin."""
+    """Runs one trial for ``study.optimize``: samples a config, trains it on each seed, feeds the
+    pruning twins."""
 
     def __init__(self, config, space, sweep_dir, pruning_study):
         self.config, self.space, self.sweep_dir, self.pruning_study = config, space, sweep_dir, pruning_study
@@ -359,56 +443,82 @@ class Objective:
     def __call__(self, trial):
         settings = self.settings
         params = {key: distribution.suggest(trial, key) for key, distribution in self.space.items()}
-        run_dir = self.sweep_dir / f"trial_{trial.number:04d}"
-        run_dir.mkdir(parents=True)  # exist_ok=False: a trial number is never run twice
-        trial.set_user_attr("run_dir", str(run_dir.resolve()))
+        runs = seed_runs(self.sweep_dir, trial.number, self.config["base"]["seed"], settings["seeds"])
+        trial.set_user_attr("run_dir", str(runs[0][1].resolve()))
+        trial.set_user_attr("run_dirs", [str(run_dir.resolve()) for _, run_dir in runs])
         trial.set_user_attr("worker", self.worker)
         print(f"trial {trial.number}: {describe(params)}", flush=True)
-        with warnings.catch_warnings():
-            # The twin has no heartbeat of its own: a dead worker's trial is failed through the main study.
-            warnings.filterwarnings("ignore", message="Heartbeat of storage")
-            twin = self.pruning_study.ask()
-        twin.set_user_attr("trial", trial.number)
-        reported, latest = [-1], {}
-
-        def on_progress(progress, entry):
-            steps, seconds, score = entry
-            latest.update(score=score, cost=float(steps if settings["cost"] == "steps" else seconds))
-            point = int(progress * settings["report_points"])
-            for step in range(reported[0] + 1, point + 1):
-                twin.report(score, step)
-            reported[0] = max(reported[0], point)
-            if twin.should_prune():
-                raise optuna.TrialPruned(f"{settings['metric']} {score:.4g} at {progress:.0%} of its budget")
-
-        try:
-            history, solved = train_trial(trial_config(self.config, params, settings), run_dir, settings, on_progress, params)
-        except optuna.TrialPruned as pruned:
-            for key, value in latest.items():  # where it stood, for the plot
-                trial.set_user_attr(key, value)
-            self.pruning_study.tell(twin, state=TrialState.PRUNED)
-            print(f"trial {trial.number}: pruned: {pruned}", flush=True)
-            raise
-        except KeyboardInterrupt:
-            trial.set_user_attr("interrupted", True)
-            self.pruning_study.tell(twin, state=TrialState.FAIL)
-            raise
-        except MetricMissing:
-            self.pruning_study.tell(twin, state=TrialState.FAIL)
-            raise
-        except Exception as error:
-            self.pruning_study.tell(twin, state=TrialState.FAIL)
-            message = f"{type(error).__name__}: {error}"
-            trial.set_user_attr("error", message)
-            print(f"trial {trial.number}: failed: {message}", flush=True)
-            raise TrialFailed(message) from error
-        score, cost = score_and_cost(history, settings["direction"], settings["cost"])
+        scores, costs, solved = [], [], []
+        latest = {}
+        for seed, run_dir in runs:
+            run_dir.mkdir(parents=True)  # exist_ok=False: a trial number is never run twice
+            with warnings.catch_warnings():
+                # The twin has no heartbeat of its own: a dead worker's trial is failed through the main study.
+                warnings.filterwarnings("ignore", message="Heartbeat of storage")
+                twin = self.pruning_study.ask()
+            twin.set_user_attr("trial", trial.number)
+            twin.set_user_attr("seed", seed)
+            on_progress = self.reporter(twin, seed, scores, costs, latest)
+            try:
+                history, run_solved = train_trial(trial_config(self.config, params, settings, seed), run_dir, settings, on_progress, params)
+            except optuna.TrialPruned as pruned:
+                for key, value in latest.items():  # where it stood, for the plot
+                    trial.set_user_attr(key, value)
+                self.pruning_study.tell(twin, state=TrialState.PRUNED)
+                print(f"trial {trial.number}: pruned: {pruned}", flush=True)
+                raise
+            except KeyboardInterrupt:
+                trial.set_user_attr("interrupted", True)
+                self.pruning_study.tell(twin, state=TrialState.FAIL)
+                raise
+            except MetricMissing:
+                self.pruning_study.tell(twin, state=TrialState.FAIL)
+                raise
+            except Exception as error:
+                self.pruning_study.tell(twin, state=TrialState.FAIL)
+                message = f"{type(error).__name__}: {error}"
+                if len(runs) > 1:
+                    message = f"seed {seed}: {message}"
+                trial.set_user_attr("error", message)
+                print(f"trial {trial.number}: failed: {message}", flush=True)
+                raise TrialFailed(message) from error
+            seed_score, seed_cost = score_and_cost(history, settings["direction"], settings["cost"])
+            scores.append(seed_score)
+            costs.append(seed_cost)
+            solved.append(run_solved)
+            self.pruning_study.tell(twin, seed_score)
+            if len(runs) > 1:
+                print(f"trial {trial.number}, seed {seed}: {settings['metric']} {seed_score:.4g} after {seed_cost:.4g} "
+                      f"{unit(settings['cost'])}", flush=True)
+        # A config counts as solving only where every seed solves; the median cost is the typical one.
+        score, cost = worst(scores, settings["direction"]), statistics.median(costs)
         trial.set_user_attr("score", score)
         trial.set_user_attr("cost", cost)
-        trial.set_user_attr("solved", solved)
-        self.pruning_study.tell(twin, score)
-        print(f"trial {trial.number}: {settings['metric']} {score:.4g} after {cost:.4g} {unit(settings['cost'])}", flush=True)
+        trial.set_user_attr("solved", all(solved))
+        trial.set_user_attr("seed_scores", scores)
+        trial.set_user_attr("seed_costs", costs)
+        print(f"trial {trial.number}: {score_label(settings)} {score:.4g} after {cost:.4g} {cost_label(settings)}", flush=True)
         return score, cost
+
+    def reporter(self, twin, seed, scores, costs, latest):
+        """The ``on_progress`` of one seed run: reports the run's score to its twin at the
+        ``report_points`` fractions of its budget, asks the pruner, and keeps in ``latest`` where the
+        trial stands (its worst seed so far, the median cost of its seeds so far)."""
+        settings = self.settings
+        reported = [-1]
+
+        def on_progress(progress, entry):
+            latest.update(score=worst([*scores, entry.score], settings["direction"]),
+                          cost=float(statistics.median([*costs, getattr(entry, settings["cost"])])))
+            point = int(progress * settings["report_points"])
+            for step in range(reported[0] + 1, point + 1):
+                twin.report(entry.score, step)
+            reported[0] = max(reported[0], point)
+            if twin.should_prune():
+                on_seed = f" on seed {seed}" if settings["seeds"] > 1 else ""
+                raise optuna.TrialPruned(f"{settings['metric']} {entry.score:.4g} at {progress:.0%} of its budget{on_seed}")
+
+        return on_progress
 
 
 def latest_sweep_dir(data_dir, env_name):
@@ -445,10 +555,11 @@ def best_config_text(env_name, trial, settings, study_name):
         sections.setdefault(section, {})[name] = value
     if settings["trial_steps"]:
         sections.setdefault("train", {})["total_timesteps"] = settings["trial_steps"]
+    runs = trial_runs(trial)
     lines = [
-        f"# puffer sweep {env_name}, study {study_name}: trial {trial.number}, {settings['metric']} {trial.values[0]:.4g} "
-        f"after {trial.values[1]:.4g} {unit(settings['cost'])}",
-        f"# Run: {trial.user_attrs.get('run_dir')}",
+        f"# puffer sweep {env_name}, study {study_name}: trial {trial.number}, {score_label(settings)} {trial.values[0]:.4g} "
+        f"after {trial.values[1]:.4g} {cost_label(settings)}",
+        f"# {'Run' if len(runs) == 1 else 'Runs'}: {', '.join(map(str, runs))}",
         f"# Train with: puffer train {env_name} --config FILE",
     ]
     for section, values in sections.items():
@@ -477,8 +588,9 @@ def plot_front(study, settings, path, title):
         axes.scatter([t.values[1] for t in front], [t.values[0] for t in front], color="tab:red", s=60, zorder=3, label="Pareto front")
         for t in front:
             axes.annotate(str(t.number), (t.values[1], t.values[0]), textcoords="offset points", xytext=(4, 4), fontsize=8)
-    axes.set_xlabel(f"cost: {settings['cost']} to the score")
-    axes.set_ylabel(settings["metric"])
+    median = f", median of {settings['seeds']} seeds" if settings["seeds"] > 1 else ""
+    axes.set_xlabel(f"cost: {COST_NAMES[settings['cost']]} to the score{median}")
+    axes.set_ylabel(score_label(settings))
     axes.set_title(title, fontsize=10)
     axes.grid(alpha=0.3)
     axes.legend()
@@ -517,8 +629,8 @@ def summarize(study, env_name, settings, sweep_dir):
     best = best_trial(front, settings["direction"])
     table = Table(title=f"Pareto front of {env_name} ({study.study_name}): {len(trials)} trials, {counts}", title_justify="left")
     table.add_column("trial", justify="right")
-    table.add_column(settings["metric"], justify="right")
-    table.add_column(f"cost ({unit(settings['cost'])})", justify="right")
+    table.add_column(score_label(settings), justify="right")
+    table.add_column(f"cost ({cost_label(settings)})", justify="right")
     table.add_column("solved", justify="center")
     keys = list(front[0].params)
     for name in short_names(keys).values():
@@ -530,11 +642,12 @@ def summarize(study, env_name, settings, sweep_dir):
         table.add_row(str(t.number), f"{t.values[0]:.4g}", f"{t.values[1]:.4g}", solved, *values, style=style)
     Console(width=max(120, 16 * (len(keys) + 3))).print(table)
     plot_path = sweep_dir / FRONT_PLOT
-    plot_front(study, settings, plot_path, f"{env_name}: {settings['metric']} against {settings['cost']} ({counts})")
+    plot_front(study, settings, plot_path, f"{env_name}: {settings['metric']} against {COST_NAMES[settings['cost']]} ({counts})")
     best_path = sweep_dir / BEST_CONFIG
     write_atomic(best_path, best_config_text(env_name, best, settings, study.study_name))
-    print(f"Best: trial {best.number}, {settings['metric']} {best.values[0]:.4g} after {best.values[1]:.4g} {unit(settings['cost'])}; "
-          f"run {best.user_attrs.get('run_dir')}")
+    runs = trial_runs(best)
+    print(f"Best: trial {best.number}, {score_label(settings)} {best.values[0]:.4g} after {best.values[1]:.4g} {cost_label(settings)}; "
+          f"{'run' if len(runs) == 1 else 'runs'} {', '.join(map(str, runs))}")
     print(f"Front: {plot_path}\nConfig: {best_path}\nTrain it: puffer train {env_name} --config {best_path}")
     return best
 
@@ -563,6 +676,7 @@ def sweep(env_name, config, flags=(), resume=None):
         storage_given = any(flag.split("=")[0] == "--sweep.storage" for flag in flags)
         if "***" in str(saved["sweep"]["storage"]) and not storage_given:
             raise ConfigError(f"{sweep_dir} was swept on {saved['sweep']['storage']}: give --sweep.storage again (its password is not saved)")
+        saved["sweep"].setdefault("seeds", 1)  # a sweep saved before trials had several seeds ran one
         config = apply_flags(saved, list(flags))
     settings = config["sweep"]
     check_settings(settings)
@@ -612,7 +726,8 @@ def open_study(config, space, sweep_dir, study_name, resume):
         existing = optuna.load_study(study_name=study_name, storage=storage)
     except KeyError:
         existing = None
-    if existing is not None and existing.user_attrs.get("definition", definition) != definition:
+    recorded = existing.user_attrs.get("definition", definition) if existing is not None else definition
+    if {"seeds": 1} | recorded != definition:  # a study made before trials had several seeds ran one
         raise ConfigError(
             f"study {study_name!r} in {shown_url(url)} searches something else ({existing.user_attrs['definition']}); "
             f"give another --sweep.study, or the same [sweep] settings to join it"

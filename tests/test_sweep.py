@@ -8,6 +8,7 @@ import pwd
 import shutil
 import signal
 import socket
+import statistics
 import struct
 import subprocess
 import sys
@@ -15,13 +16,17 @@ import tempfile
 import time
 from pathlib import Path
 
+import gymnasium
+import numpy as np
 import optuna
 import pytest
 from conftest import unavailable
 from optuna.trial import TrialState
 
-from pufferlib import cli, sweep
+from pufferlib import cli, sweep, vector
 from pufferlib.config import CONFIG_DIR, ConfigError, apply_config_file, apply_flags, load_config, read_ini
+from pufferlib.emulation import GymnasiumPufferEnv
+from pufferlib.evaluate import RecentMean
 
 # Tiny trials: a few epochs of 64 squared envs, scored over 20 episodes.
 TINY = [
@@ -97,6 +102,9 @@ def test_unknown_hyperparameter_is_an_error():
     (["--sweep.pruner", "medain"], "--sweep.pruner 'medain': valid are median, successive_halving, none. Did you mean median?"),
     (["--sweep.train.learning-rate", "log_uniform(0.1, 0.01)"], "empty range"),
     (["--sweep.prune-warmup", "1.5"], "expected a fraction"),
+    (["--sweep.seeds", "0"], "--sweep.seeds 0: expected an integer >= 1"),
+    (["--sweep.cost", "bogus"], "--sweep.cost 'bogus': valid are seconds, steps, cpu_seconds."),
+    (["--sweep.cost", "cpu_second"], "valid are seconds, steps, cpu_seconds. Did you mean cpu_seconds?"),
     (["--sweep.storage", "nonsense"], "'nonsense' is not a database URL"),
     (["--sweep.storage", "oracle://u@host/db"], "'oracle' is not a supported database"),
     (["--sweep.storage", "postgresql://puffer:secret@127.0.0.1:9/nothing"], "cannot open the study database postgresql://puffer:***@127.0.0.1:9/nothing"),
@@ -180,6 +188,108 @@ def test_sqlite_sweep_resume_and_the_best_ini_trains(tmp_path, capsys):
     for key, value in best_trial.params.items():
         section, _, name = key.partition(".")
         assert trained[section][name] == value
+
+
+def seed_run_outcome(run_dir, solve_episodes):
+    """A seed run's score and its cost in steps, read back from its metrics.jsonl: the metric over
+    the newest ``solve_episodes`` episodes at the end, and the first step where it stood that high."""
+    window, scored = RecentMean(solve_episodes), []
+    for line in (run_dir / "metrics.jsonl").read_text().splitlines():
+        epoch = json.loads(line)
+        if "env/score" in epoch:
+            window.add(epoch["env/episodes"], epoch["env/score"])
+            if window.ready():
+                scored.append((epoch["step"], window.value()))
+    final = scored[-1][1]
+    return final, next(step for step, value in scored if value >= final)
+
+
+def test_a_trial_on_several_seeds_scores_its_worst_seed_at_their_median_cost(tmp_path, capsys):
+    # A learning rate that learns within the budget, and seeds whose runs reach their scores at
+    # different steps, so the median differs from the worst seed's cost, the mean and the extremes.
+    flags = ["--train.data-dir", str(tmp_path), *TINY, "--sweep.trials", "1", "--sweep.seeds", "3", "--sweep.cost", "steps",
+             "--sweep.pruner", "none", "--base.seed", "2", "--sweep.trial-steps", "32768",
+             "--sweep.train.learning-rate", "categorical(0.03)"]
+    assert cli.main(["sweep", "squared", *flags]) == 0
+    out = capsys.readouterr().out
+    [sweep_dir] = sweep_dirs(tmp_path)
+    [trial] = study_at(sweep_dir).trials
+    runs = [sweep_dir / f"trial_0000_seed_{seed}" for seed in (2, 3, 4)]
+    assert sorted(sweep_dir.glob("trial_*")) == runs
+    assert trial.user_attrs["run_dirs"] == [str(run.resolve()) for run in runs]
+    for seed, run in zip((2, 3, 4), runs):
+        assert json.loads((run / "config.json").read_text())["base"]["seed"] == seed
+        assert (run / "checkpoint.pt").is_file()
+    scores, costs = zip(*(seed_run_outcome(run, 20) for run in runs))
+    assert trial.user_attrs["seed_scores"] == pytest.approx(scores)
+    assert trial.user_attrs["seed_costs"] == list(costs)
+    assert trial.values == pytest.approx([min(scores), statistics.median(costs)])
+    assert "trial 0: score (worst of 3 seeds)" in out and "steps, median of 3 seeds" in out
+    assert "trial 0, seed 3: score" in out
+    # Each seed run is a twin of its own for the pruner, told its own score.
+    twins = study_at(sweep_dir, "puffer_squared.pruning").trials
+    assert [(t.user_attrs["trial"], t.user_attrs["seed"]) for t in twins] == [(0, 2), (0, 3), (0, 4)]
+    assert [t.value for t in twins] == pytest.approx(scores)
+    header = (sweep_dir / sweep.BEST_CONFIG).read_text().splitlines()[:2]
+    assert "score (worst of 3 seeds)" in header[0] and header[0].endswith("steps, median of 3 seeds")
+    assert header[1] == "# Runs: " + ", ".join(str(run.resolve()) for run in runs)
+
+
+def test_a_seed_that_fails_fails_the_trial_and_names_the_seed(tmp_path, capsys):
+    flags = ["--train.data-dir", str(tmp_path), *TINY, "--sweep.trials", "1", "--sweep.seeds", "2",
+             "--sweep.train.horizon", "categorical(1)"]
+    assert cli.main(["sweep", "squared", *flags]) == 0
+    capsys.readouterr()
+    [sweep_dir] = sweep_dirs(tmp_path)
+    [trial] = study_at(sweep_dir).trials
+    assert trial.state == TrialState.FAIL and trial.user_attrs["error"].startswith("seed 42: ")
+    assert [p.name for p in sweep_dir.glob("trial_*")] == ["trial_0000_seed_42"]  # the next seed did not run
+
+
+def test_cpu_seconds_cost_is_the_trials_cpu_time(tmp_path, capsys):
+    flags = ["--train.data-dir", str(tmp_path), *TINY, "--sweep.trials", "1", "--sweep.cost", "cpu_seconds", "--sweep.pruner", "none"]
+    assert cli.main(["sweep", "squared", *flags]) == 0
+    out = capsys.readouterr().out
+    [sweep_dir] = sweep_dirs(tmp_path)
+    [trial] = study_at(sweep_dir).trials
+    cost = trial.values[1]
+    # Reached at or before the run's last epoch; no more CPU than every core for that long.
+    wall = json.loads((sweep_dir / "trial_0000" / "metrics.jsonl").read_text().splitlines()[-1])["time"]
+    assert 0 < cost <= (wall + 1e-3) * os.cpu_count()
+    assert f"after {cost:.4g} CPU s" in out and "cost (CPU s)" in out
+
+
+class BusyEnv(gymnasium.Env):
+    """Spends ``busy`` CPU seconds in every step."""
+
+    observation_space = gymnasium.spaces.Box(0, 1, (1,), np.float32)
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def __init__(self, busy):
+        self.busy = busy
+
+    def reset(self, seed=None, options=None):
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        until = time.process_time() + self.busy
+        while time.process_time() < until:
+            pass
+        return np.zeros(1, np.float32), 0.0, False, False, {}
+
+
+def test_the_cpu_clock_counts_the_env_workers_processes():
+    envs = vector.make(lambda buf=None: GymnasiumPufferEnv(env=BusyEnv(0.005), buf=buf), backend=vector.Multiprocessing,
+                       num_envs=2, num_workers=2, spin=0)  # spin 0: this process blocks while the workers step
+    try:
+        envs.reset(seed=0)
+        clock, own_start = sweep.CpuClock(envs), time.process_time()
+        for _ in range(40):
+            envs.step(np.zeros(2, np.int64))
+        workers = clock() - (time.process_time() - own_start)
+    finally:
+        envs.close()
+    assert workers >= 0.9 * 2 * 40 * 0.005  # two workers, 40 busy steps each
 
 
 def test_a_failing_trial_is_recorded_and_the_sweep_goes_on(tmp_path, capsys):

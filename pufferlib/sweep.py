@@ -2,8 +2,9 @@
 
 The ``[sweep]`` section of a config names the keys to search, one distribution each
 (``train.learning_rate = log_uniform(1e-4, 1e-1)``), and the sweep's settings (budget, metric,
-sampler, pruner, storage). Each trial is a normal run in its own folder (config.json,
-metrics.jsonl, checkpoint.pt) inside the sweep's folder. Optuna searches two objectives at once:
+sampler, pruner, storage). Each trial is a normal run, one per seed, in its own folder
+(config.json, metrics.jsonl, checkpoint.pt) inside the sweep's folder. Optuna searches two
+objectives at once:
 the score (the metric averaged over the newest ``[base] solve_episodes`` episodes when the trial
 ends) and its cost (the wall-clock seconds, CPU seconds or steps the trial took to first reach that
 score); the result is their Pareto front. A trial may train its config on several seeds, each a run

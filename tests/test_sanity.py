@@ -41,13 +41,8 @@ def test_an_env_outside_the_suite_is_a_usage_error():
     assert "puffer_breakout is not a sanity env" in result.stderr and "puffer_memory" in result.stderr
 
 
-LENGTH_4_FAILS = pytest.mark.xfail(strict=True, reason=(
-    "the final policy recites the middle bits of some patterns wrong, with full confidence; see "
-    "BENCHMARKS.md, 'The Ocean sanity suite'"))
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("flags", [[], ["--env.delay", "2"], pytest.param(["--env.length", "4"], marks=LENGTH_4_FAILS)])
+@pytest.mark.parametrize("flags", [[], ["--env.delay", "2"], ["--env.length", "4"]])
 def test_memory_holds_its_solve_to_the_end_of_training(tmp_path, flags):
     """The shipped memory config, at its default and with a delay before recall, ends training
     with a final policy that holds the target on fresh episodes (it used to solve, then collapse)."""

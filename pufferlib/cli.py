@@ -87,6 +87,14 @@ def train(env_name, config, resume=None, load_model_path=None):
         world.close(completed)
 
 
+def scoring_env_count(num_envs, episodes):
+    """Envs for fresh-episode scoring: the smallest divisor of the training count that holds
+    ``episodes`` envs. Scoring waits until every env has ended an episode, so thousands of envs
+    (a GPU run's) would wait on the longest of thousands of episodes; a divisor keeps envs that
+    group agents (boards, self-play pairs) whole."""
+    return next(count for count in range(1, num_envs + 1) if num_envs % count == 0 and count >= min(episodes, num_envs))
+
+
 def train_ranks(env_name, config, world, resume, load_model_path):
     train_config, base = config["train"], config["base"]
     main = world.is_main
@@ -119,7 +127,8 @@ def train_ranks(env_name, config, world, resume, load_model_path):
 
     def scoring_env():
         if not scoring_envs:
-            scoring_envs.append(make_vecenv(env_name, scoring_config, num_envs=vecenv.num_envs))
+            num_envs = scoring_env_count(vecenv.num_envs, base["solve_episodes"])
+            scoring_envs.append(make_vecenv(env_name, scoring_config, num_envs=num_envs))
         return scoring_envs[0]
 
     def scoring_seed():
@@ -200,6 +209,7 @@ def train_ranks(env_name, config, world, resume, load_model_path):
         trainer.interrupted = trainer.stop_requested
         if main:
             if not trainer.interrupted:
+                dashboard.say(f"Scoring the final policy on {base['solve_episodes']} fresh episodes or more")
                 trainer.final_score = score_now()
                 keep_if_best(trainer.final_score)
             save_atomic({**trainer.state_dict(), "best": best[0]}, checkpoint_path)

@@ -23,6 +23,8 @@ def score_policy(trainer, env, seed, min_episodes, max_steps):
     (``episodes``: how many were counted; empty if none). Training's RNG streams and memory are
     left untouched: its next epoch is the same whether or not this ran."""
     policy, device = trainer.policy, trainer.device
+    # The trainer's compiled forward is specialized to its batch; another batch would recompile it.
+    forward = trainer.forward_eval if env.num_agents == trainer.num_agents else policy.forward_eval
     generator = torch.Generator(device=device)
     generator.manual_seed(seed)
     state = policy.initial_state(env.num_agents, device)
@@ -44,7 +46,7 @@ def score_policy(trainer, env, seed, min_episodes, max_steps):
         agents = torch.as_tensor(np.asarray(env_ids), device=device)
         with torch.inference_mode(), trainer.autocast():
             acting = clear_finished(tuple(s[agents] for s in state), torch.as_tensor(dones, device=device))
-            logits, _, new_state = trainer.forward_eval(torch.as_tensor(obs).to(device), acting)
+            logits, _, new_state = forward(torch.as_tensor(obs).to(device), acting)
             action, _, _ = sample_logits(logits, generator=generator)
         for k, s in enumerate(new_state):
             state[k][agents] = s

@@ -347,8 +347,9 @@ class PuffeRL:
         self.lr_scale = torch.ones((), device=self.device)  # the schedule's rate over the base rate
         self.beta = torch.zeros((), device=self.device)  # the replay's importance-weight exponent
         self.totals = {}  # each loss statistic summed over the epoch's minibatches
-        self.epoch_start_weights = [p.detach().clone() for p in self.policy.parameters()]
         self.step_start_weights = [p.detach().clone() for p in self.policy.parameters()]
+        self.halted = torch.zeros((), dtype=torch.bool, device=self.device)  # a non-finite minibatch this epoch
+        self.finite_minibatches = torch.zeros((), dtype=torch.int64, device=self.device)  # this epoch's, before it
 
         # GPU-only speedups. CUDA graphs (torch.compile's 'reduce-overhead') remove the kernel launch
         # cost of the small per-step inference; bf16 autocast halves the training math.
@@ -510,8 +511,8 @@ class PuffeRL:
         """One PPO update over the batch: prioritized minibatches of segments, clipped losses.
 
         The minibatches only queue device work: nothing waits for the GPU until the epoch's
-        statistics are read at the end, which is also where a NaN or infinity is caught (the
-        weights then go back to where the epoch started)."""
+        statistics are read at the end. A NaN or infinity in a minibatch's loss or gradients halts
+        the updates on the device from that minibatch on, and the read at the end reports it."""
         start = time.time()
         train, buffer = self.train_config, self.buffer
         progress = self.progress()
@@ -521,14 +522,13 @@ class PuffeRL:
         self.ratio.fill_(1.0)
         for total in self.totals.values():
             total.zero_()
-        weights = [p.detach() for p in self.policy.parameters()]
-        torch._foreach_copy_(self.epoch_start_weights, weights)
+        self.halted.zero_()
+        self.finite_minibatches.zero_()
 
         advantages = self.run_minibatches()
 
         self.losses = {key: value.item() / self.total_minibatches for key, value in self.totals.items()}
-        if not all(math.isfinite(value) for value in self.losses.values()):
-            torch._foreach_copy_(weights, self.epoch_start_weights)
+        if self.halted.item() or not all(math.isfinite(value) for value in self.losses.values()):
             raise NonFiniteError(self.first_non_finite(advantages))
         values, returns = buffer.values[:, :-1], (advantages + buffer.values)[:, :-1]
         variance = returns.var().item()
@@ -570,7 +570,12 @@ class PuffeRL:
             change = torch._foreach_sub(parameters, self.step_start_weights)
             torch._foreach_mul_(change, self.lr_scale)
             torch._foreach_add_(change, self.step_start_weights)
-            torch._foreach_copy_(parameters, change)
+            # The first non-finite loss or gradient halts the epoch's updates on the device, with
+            # no host wait: from then on every minibatch keeps the weights of the last finite one.
+            self.halted |= ~(torch.isfinite(loss.detach()) & torch.isfinite(stats["grad_norm"]))
+            self.finite_minibatches += ~self.halted
+            for parameter, updated, kept in zip(parameters, change, self.step_start_weights):
+                parameter.copy_(torch.where(self.halted, kept, updated))
         for key, value in stats.items():
             self.totals.setdefault(key, torch.zeros((), device=self.device)).add_(value.detach().float())
         return advantages
@@ -608,8 +613,10 @@ class PuffeRL:
         quantities = [("rewards", buffer.rewards), ("observations", buffer.observations), ("values", buffer.values),
                       ("advantages", advantages), *self.totals.items()]
         name = next((name for name, value in quantities if value.is_floating_point() and not torch.isfinite(value).all()), "loss")
-        return (f"non-finite {name} at step {self.global_step} (epoch {self.epoch}): training stopped and the weights "
-                f"went back to the start of this update, so they and the last checkpoint are finite. Lower --train.learning-rate or check the env's {name}")
+        where = f"minibatch {self.finite_minibatches.item() + 1} of {self.total_minibatches}" if self.halted.item() else "statistics"
+        return (f"non-finite {name} at step {self.global_step} (epoch {self.epoch}, {where}): training stopped there, "
+                f"the weights are those of the last finite minibatch and the last checkpoint is finite. "
+                f"Lower --train.learning-rate or check the env's {name}")
 
     def seconds(self):
         return self.elapsed + time.time() - self.start_time

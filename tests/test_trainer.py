@@ -838,6 +838,36 @@ def test_non_finite_updates_stop_training_and_name_the_cause(tmp_path):
         assert all(torch.isfinite(t).all() for t in read_checkpoint(path)["model"].values())
 
 
+def test_a_non_finite_minibatch_halts_the_update_where_it_happens(monkeypatch):
+    config = config_for("puffer_squared", "--train.horizon", "8", "--train.minibatch-size", "256", "--vec.num-envs", "128")
+
+    def trainer_whose_minibatch_turns_nan(call):
+        env = assemble.make_vecenv("puffer_squared", config)
+        trainer = pufferl.PuffeRL(config, env, assemble.make_policy(env, config))
+        loss, calls = trainer.minibatch_loss, [0]
+
+        def poisoned(*args):
+            calls[0] += 1
+            value, ratio, stats = loss(*args)
+            return (value * float("nan") if calls[0] == call else value), ratio, stats
+
+        trainer.minibatch_loss = poisoned
+        trainer.collect()
+        return trainer
+
+    poisoned = trainer_whose_minibatch_turns_nan(3)
+    assert poisoned.total_minibatches == 4
+    with pytest.raises(pufferl.NonFiniteError, match="non-finite grad_norm at step 1024 \\(epoch 0, minibatch 3 of 4\\)"):
+        poisoned.train()
+    two_minibatches = trainer_whose_minibatch_turns_nan(None)
+    two_minibatches.total_minibatches = 2
+    two_minibatches.train()
+    for halted, reference in zip(poisoned.policy.parameters(), two_minibatches.policy.parameters()):
+        assert torch.equal(halted, reference)  # the third minibatch and the fourth changed nothing
+    poisoned.vecenv.close()
+    two_minibatches.vecenv.close()
+
+
 def mount_tmpfs(folder, options):
     folder.mkdir()
     if subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True).returncode:

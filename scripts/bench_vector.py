@@ -156,18 +156,24 @@ def bench_puffer(
         envs.close()
 
 
+def worker_counts(num_envs, cores):
+    """Worker counts tried for Multiprocessing: powers of two up to the cores, and the core count.
+    Fewer workers than cores leave a core to the main process, whose polling competes with theirs."""
+    counts = {cores} | {2**k for k in range(1, cores.bit_length()) if 2**k <= cores}
+    return sorted(w for w in counts if num_envs % w == 0)
+
+
 def pool_layouts(num_envs, cores):
-    """(num_workers, batch_size, zero_copy) layouts tried for the pool: double buffering over
+    """(num_workers, batch_size, zero_copy) layouts tried for the pool: double buffering over up to
     `cores` workers, and first-ready batches over more, smaller workers."""
-    layouts = []
-    for workers, batch, zero_copy in (
-        (cores, num_envs // 2, True),
-        (2 * cores, num_envs // 2, False),
-        (4 * cores, num_envs // 2, False),
-    ):
-        if num_envs % workers == 0 and batch % (num_envs // workers) == 0 and batch < num_envs:
-            layouts.append((workers, batch, zero_copy))
-    return layouts
+    batch = num_envs // 2
+    candidates = [(workers, batch, True) for workers in worker_counts(num_envs, cores)]
+    candidates += [(2 * cores, batch, False), (4 * cores, batch, False)]
+    return [
+        (workers, size, zero_copy)
+        for workers, size, zero_copy in candidates
+        if num_envs % workers == 0 and size % (num_envs // workers) == 0 and size < num_envs
+    ]
 
 
 def run(name, env_id, kwargs, num_envs, seconds, cores, repeats, mp_kwargs):
@@ -186,12 +192,12 @@ def run(name, env_id, kwargs, num_envs, seconds, cores, repeats, mp_kwargs):
             functools.partial(bench_gymnasium, "async", env_id, kwargs, num_envs, seconds, False),
         ),
         ("serial", "1 process", functools.partial(bench_puffer, "serial", env_id, kwargs, num_envs, seconds)),
-        (
-            "mp-sync",
-            f"{cores} workers",
-            functools.partial(bench_puffer, "multiprocessing", env_id, kwargs, num_envs, seconds, cores, **mp_kwargs),
-        ),
     ]
+    for workers in worker_counts(num_envs, cores):
+        measure = functools.partial(
+            bench_puffer, "multiprocessing", env_id, kwargs, num_envs, seconds, workers, **mp_kwargs
+        )
+        configs.append(("mp-sync", f"{workers} workers", measure))
     for workers, batch, zero_copy in pool_layouts(num_envs, cores):
         measure = functools.partial(
             bench_puffer, "multiprocessing", env_id, kwargs, num_envs, seconds, workers, batch, zero_copy, **mp_kwargs

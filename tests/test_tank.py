@@ -377,6 +377,12 @@ def test_steps_nethack(built):
 
 
 @pytest.mark.docker
+def test_craftax_parity_runs_against_the_jax_reference(built):
+    output = in_tank("python", "scripts/craftax_parity.py", "steps", "--seeds", "1", "--steps", "30")
+    assert "1 envs x 30 steps" in output and " 0 divergences" in output, output[-3000:]
+
+
+@pytest.mark.docker
 def test_runs_as_non_root_and_warns_without_gpu(built):
     output = in_tank("bash", "-c", "echo user=$(whoami) uid=$(id -u) && sudo -n true && echo sudo=ok")
     assert "user=puffer" in output and "uid=0" not in output

@@ -20,7 +20,7 @@ from pufferlib.tank.daemon import TankError, image_name
 STAGES = ("base", "envs", "puffer")
 # The files of its context a stage's Dockerfile reads, where that is a few of the repository's:
 # the rest is not sent, so that editing it leaves the stage's inputs, and its image, as they were.
-CONTEXT_FILES = {"envs": ["requirements-envs.txt"]}
+CONTEXT_FILES = {"envs": ["requirements-envs.txt", "requirements-craftax.txt"]}
 INPUTS_LABEL = "org.puffertank.inputs"
 # Plain Debian 12 for the CUDA-from-PyPI base: torch's CUDA wheels bring the CUDA libraries.
 DEBIAN_IMAGE = "debian:bookworm"

@@ -21,7 +21,8 @@ buffers: an emulated env (``pufferlib.emulation``) or a native one. A creator th
 ``num_envs=envs_per_worker`` and the env steps them all in C; other creators are called once per
 env. Env ``i`` is reset with ``seed + i``, so streams match across backends and worker counts.
 
-Backends: ``Serial`` (in-process; debugging, cheap envs), ``Native`` (one batched env in-process),
+Backends: ``Serial`` (in-process; debugging, cheap envs), ``Native`` (batched envs in-process, one
+env object per batch, each in a thread of its own when there are several),
 ``Multiprocessing`` (one shared-memory buffer, workers woken through semaphores, infos through
 pipes), ``Ray`` (one actor per worker; several machines).
 
@@ -31,7 +32,9 @@ worker); each env write checks its observation's shapes; a worker that takes lon
 ids); a worker that raises or dies is reported with its traceback or exit signal.
 """
 
+import collections
 import ctypes
+import functools
 import inspect
 import multiprocessing
 import os
@@ -42,6 +45,7 @@ import time
 import traceback
 import weakref
 from abc import ABC, abstractmethod
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import cloudpickle
 import numpy as np
@@ -684,7 +688,14 @@ class Serial(VecEnv):
 
 
 class Native(Serial):
-    """One batched env (an Ocean env) in this process: the C vecenv does the vectorization."""
+    """Batched envs (Ocean envs) in this process, each C vecenv stepping its envs itself.
+
+    With ``batch_size == num_envs`` there is one env object, stepped in the caller's thread. With
+    ``batch_size < num_envs`` there is one env object per batch, each stepped in a thread of its
+    own (the C step releases the GIL): ``send`` returns at once, so the caller computes one batch's
+    actions while the others step. ``recv`` returns batches in the order they were sent, so a run
+    is the same from the same seed whatever the threads' timing.
+    """
 
     def __init__(
         self,
@@ -703,30 +714,80 @@ class Native(Serial):
                 "the native backend needs a batched env_creator (one with a num_envs parameter, like "
                 "ocean.make); use Serial or Multiprocessing for other envs"
             )
-        if num_workers not in (None, 1) or batch_size not in (None, num_envs):
-            raise APIUsageError("the native backend runs one env object: num_workers must be 1 and batch_size num_envs")
-        super().__init__(env_creator, env_args, env_kwargs, num_envs, 1, num_envs, zero_copy, seed, timeout)
+        divides = isinstance(batch_size, int) and batch_size > 0 and num_envs % batch_size == 0
+        batches = num_envs // batch_size if divides else 1
+        if num_workers not in (None, batches):
+            raise APIUsageError(
+                f"the native backend runs one env object per batch: num_workers must be num_envs / batch_size "
+                f"({batches}), got {num_workers}"
+            )
+        super().__init__(env_creator, env_args, env_kwargs, num_envs, batches, batch_size, zero_copy, seed, timeout)
+        self.threads = ThreadPoolExecutor(self.num_workers, "puffer-native") if self.num_workers > 1 else None
+        self.in_flight = collections.deque()  # (worker, future) in the order the commands were sent
 
-    @property
-    def env(self):
-        return self.workers[0].envs[0]
+    def _launch(self, workers, command, seed=None):
+        if self.threads is None:
+            return super()._launch(workers, command, seed)
+        for worker in workers:
+            if command == RESET:
+                call = functools.partial(self.workers[worker].reset, seed + worker * self.envs_per_worker)
+            else:
+                call = self.workers[worker].step
+            self.in_flight.append((worker, self.threads.submit(call)))
+
+    def _wait(self, timeout):
+        if self.threads is None:
+            return super()._wait(timeout)
+        worker, future = self.in_flight.popleft()
+        return [(worker, future.result())]
+
+    def _results_in_order(self):
+        """(worker, infos) of every command sent and not yet received, oldest first."""
+        if self.threads is None:
+            return list(self.completed)
+        return [(worker, future.result()) for worker, future in self.in_flight]
 
     def get_state(self):
-        """The env's state between a ``send`` and the ``recv`` of its results (a checkpoint's
-        moment), or None when the env cannot save its state."""
-        if not hasattr(self.env, "get_state") or self.pending != {0} or len(self.completed) != 1:
+        """The envs' state between a ``send`` and the ``recv`` of its results (a checkpoint's
+        moment), or None when the envs cannot save their state."""
+        envs = [worker.envs[0] for worker in self.workers]
+        if not hasattr(envs[0], "get_state") or self.ready or self.pending != set(range(self.num_workers)):
             return None
-        env_state = self.env.get_state()
-        return None if env_state is None else dict(env=env_state, infos=self.completed[0][1])
+        results = self._results_in_order()
+        states = [env.get_state() for env in envs]
+        if len(results) != self.num_workers or any(state is None for state in states):
+            return None
+        return dict(envs=states, results=results)
 
     def set_state(self, state):
-        """Restores ``get_state``'s result: the next ``recv`` returns what it would have then."""
-        self.env.set_state(state["env"])
+        """Restores ``get_state``'s result: the next ``recv`` returns what it would have then.
+        ValueError when the state is of another layout (env objects, env counts)."""
+        if "env" in state:  # a checkpoint from before batches had an env object each
+            state = dict(envs=[state["env"]], results=[(0, state["infos"])])
+        if len(state["envs"]) != self.num_workers:
+            raise ValueError(f"the state holds {len(state['envs'])} env objects, this vector env {self.num_workers}")
+        for worker, env_state in zip(self.workers, state["envs"]):
+            worker.envs[0].set_state(env_state)
         self.ready, self.is_ready[:], self.batch_workers = [], False, None
-        self.worker_infos = [[]]
-        self.completed = [(0, state["infos"])]
-        self.pending = {0}
+        self.worker_infos = [[] for _ in range(self.num_workers)]
+        if self.threads is None:
+            self.completed = list(state["results"])
+        else:
+            self.in_flight = collections.deque((worker, finished(infos)) for worker, infos in state["results"])
+        self.pending = set(range(self.num_workers))
         self.started = True
+
+    def close(self):
+        if self.threads is not None:
+            self.threads.shutdown(wait=True)  # an env must not be closed while a thread steps it
+        super().close()
+
+
+def finished(result):
+    """A future that already holds ``result``."""
+    future = Future()
+    future.set_result(result)
+    return future
 
 
 # Multiprocessing --------------------------------------------------------------------------------
@@ -1250,7 +1311,7 @@ def make(
         timeout: seconds a worker may take for one command (env creation, reset, step) before it is
             killed and ``WorkerTimeoutError`` raised; None for no limit. ``recv(timeout=...)``
             overrides it for one call. Multiprocessing and Ray only (Serial and Native run envs in
-            the caller's thread).
+            this process, where a step cannot be interrupted).
         backend_kwargs: backend-specific (Multiprocessing: context, spin; Ray: actor_options).
     """
     return resolve_backend(backend)(

@@ -26,7 +26,7 @@ import pytest
 from conftest import random_actions
 
 import ocean
-from pufferlib import APIUsageError, vector
+from pufferlib import APIUsageError, PufferEnv, vector
 from pufferlib.emulation import GymnasiumPufferEnv
 from pufferlib.environments import classic_control, pettingzoo
 from pufferlib.vector import WorkerDiedError, WorkerError, WorkerTimeoutError
@@ -164,6 +164,83 @@ def test_serial_and_multiprocessing_give_identical_streams(name):
         assert_same_rollouts(reference, rollout(vector.make(creator, backend="native", num_envs=num_envs), 60))
     # Episodes ended within 60 steps, so infos did travel through the pipes.
     assert any(reference[1])
+
+
+def native_streams(envs, steps, actions, state=None, start=0):
+    """Each env's (observation, reward, terminal) per step of a recv/send loop acting from the table
+    ``actions`` [step, env], and the env ids of each batch. From a reset; with ``start`` > 0, on from
+    where the envs are after that many steps, or from ``state`` (``get_state``'s) when given.
+    Returns the state after the loop's last send too."""
+    if state is not None:
+        envs.set_state(state)
+    elif start == 0:
+        envs.async_reset(7)
+    taken = np.full(envs.num_envs, start)
+    seen, order = {env: [] for env in range(envs.num_envs)}, []
+    for _ in range(steps * envs.num_envs // envs.batch_size):
+        observations, rewards, terminals, _, _, env_ids, _ = envs.recv()
+        order.append(tuple(env_ids.tolist()))
+        for row, env in enumerate(env_ids):
+            seen[env].append((observations[row].tobytes(), float(rewards[row]), bool(terminals[row])))
+        envs.send(actions[taken[env_ids], env_ids])
+        taken[env_ids] += 1
+    return seen, order, envs.get_state()
+
+
+@pytest.mark.timeout(120)
+def test_native_batches_step_in_threads_in_send_order_as_one_env_object_would():
+    num_envs, steps = 8, 80
+    actions = np.random.default_rng(0).integers(0, 5, (2 * steps, num_envs)).astype(np.int32)
+    one = vector.make(squared, backend="native", num_envs=num_envs)
+    halves = vector.make(squared, backend="native", num_envs=num_envs, batch_size=4)
+    assert halves.num_workers == 2 and halves.threads is not None
+    reference, _, _ = native_streams(one, steps, actions)
+    streams, order, _ = native_streams(halves, steps, actions)
+    assert streams == reference
+    assert order == [(0, 1, 2, 3), (4, 5, 6, 7)] * steps  # the order they were sent in
+    assert any(terminal for stream in reference.values() for _, _, terminal in stream)
+
+    # A checkpoint's moment: the state taken after a send continues as the run itself does.
+    first, _, state = native_streams(halves, steps // 2, actions)
+    later, _, _ = native_streams(halves, steps // 2, actions, start=steps // 2)
+    restored = vector.make(squared, backend="native", num_envs=num_envs, batch_size=4)
+    resumed, _, _ = native_streams(restored, steps // 2, actions, state=state, start=steps // 2)
+    assert resumed == later
+    with pytest.raises(ValueError, match="2 env objects, this vector env 1"):
+        one.set_state(state)
+    for envs in (one, halves, restored):
+        envs.close()
+
+
+class BreaksOnStep(PufferEnv):
+    """A batched env whose step raises."""
+
+    def __init__(self, buf=None, num_envs=1):
+        self.single_observation_space = gymnasium.spaces.Box(0, 1, (1,), np.float32)
+        self.single_action_space = gymnasium.spaces.Discrete(2)
+        self.num_agents = num_envs
+        super().__init__(buf)
+
+    def reset(self, seed=0):
+        return self.observations, []
+
+    def step(self, actions):
+        raise RuntimeError("the env broke on its step")
+
+
+@pytest.mark.timeout(60)
+def test_a_native_batch_that_raises_in_its_thread_raises_in_recv():
+    envs = vector.make(BreaksOnStep, backend="native", num_envs=4, batch_size=2)
+    envs.async_reset()
+    envs.recv()
+    envs.send(np.zeros(2, np.int32))
+    envs.recv()  # the other batch's reset
+    envs.send(np.zeros(2, np.int32))
+    with pytest.raises(RuntimeError, match="the env broke on its step"):
+        envs.recv()
+    envs.close()
+    with pytest.raises(APIUsageError, match="num_workers must be num_envs / batch_size \\(2\\), got 4"):
+        vector.make(squared, backend="native", num_envs=8, batch_size=4, num_workers=4)
 
 
 @pytest.mark.timeout(60)

@@ -750,10 +750,12 @@ def metric_lines(run_dir):
     return [{k: v for k, v in row.items() if k not in ("time", "sps") and not k.startswith("timing/")} for row in rows]
 
 
-def test_checkpoints_do_not_change_training(tmp_path):
+@pytest.mark.parametrize("batch_size", ["auto", "32"])  # 32: two env objects, each stepped in a thread
+def test_checkpoints_do_not_change_training(tmp_path, batch_size):
     runs = []
     for interval in (0, 3):
         config = config_for("puffer_squared", "--vec.num-envs", "64", "--train.total-timesteps", "40_000",
+                            "--vec.batch-size", batch_size,
                             "--train.checkpoint-interval", str(interval), data_dir=tmp_path / str(interval))
         runs.append(cli.train("puffer_squared", config))
     plain, checkpointed = runs
@@ -761,9 +763,10 @@ def test_checkpoints_do_not_change_training(tmp_path):
     assert all(torch.equal(a, b) for a, b in zip(plain.policy.parameters(), checkpointed.policy.parameters()))
 
 
-def test_resume_after_a_crash_rewrites_the_metrics_past_the_checkpoint(tmp_path, monkeypatch):
+@pytest.mark.parametrize("batch_size", ["auto", "32"])
+def test_resume_after_a_crash_rewrites_the_metrics_past_the_checkpoint(tmp_path, monkeypatch, batch_size):
     config = config_for("puffer_squared", "--vec.num-envs", "64", "--train.total-timesteps", "20_480",
-                        "--train.checkpoint-interval", "3", data_dir=tmp_path)
+                        "--vec.batch-size", batch_size, "--train.checkpoint-interval", "3", data_dir=tmp_path)
     uninterrupted = cli.train("puffer_squared", config)
 
     # A crash in epoch 5, after the checkpoint of epoch 3 and the metrics of epoch 4.

@@ -714,7 +714,7 @@ class Native(Serial):
                 "the native backend needs a batched env_creator (one with a num_envs parameter, like "
                 "ocean.make); use Serial or Multiprocessing for other envs"
             )
-        divides = isinstance(batch_size, int) and batch_size > 0 and num_envs % batch_size == 0
+        divides = all(isinstance(n, int) and n > 0 for n in (num_envs, batch_size)) and num_envs % batch_size == 0
         batches = num_envs // batch_size if divides else 1
         if num_workers not in (None, batches):
             raise APIUsageError(

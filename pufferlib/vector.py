@@ -413,11 +413,11 @@ class VecEnv(ABC):
 
     def _running(self, worker):
         """Whether a pending worker is still executing its command (out-of-process backends)."""
-        raise NotImplementedError(f"{type(self).__name__} runs envs in the caller's thread: no timeouts")
+        raise NotImplementedError(f"{type(self).__name__} runs envs in this process, where no timeout applies")
 
     def _kill(self, worker):
         """Ends a worker that overran its timeout (out-of-process backends)."""
-        raise NotImplementedError(f"{type(self).__name__} runs envs in the caller's thread: no timeouts")
+        raise NotImplementedError(f"{type(self).__name__} runs envs in this process, where no timeout applies")
 
     # Async API -------------------------------------------------------------------------------
 
@@ -723,29 +723,21 @@ class Native(Serial):
             )
         super().__init__(env_creator, env_args, env_kwargs, num_envs, batches, batch_size, zero_copy, seed, timeout)
         self.threads = ThreadPoolExecutor(self.num_workers, "puffer-native") if self.num_workers > 1 else None
-        self.in_flight = collections.deque()  # (worker, future) in the order the commands were sent
+        # (worker, future) in the order the commands were sent; without threads the future holds
+        # the result of a command run at once, in the caller's thread
+        self.in_flight = collections.deque()
 
     def _launch(self, workers, command, seed=None):
-        if self.threads is None:
-            return super()._launch(workers, command, seed)
         for worker in workers:
             if command == RESET:
                 call = functools.partial(self.workers[worker].reset, seed + worker * self.envs_per_worker)
             else:
                 call = self.workers[worker].step
-            self.in_flight.append((worker, self.threads.submit(call)))
+            self.in_flight.append((worker, self.threads.submit(call) if self.threads else finished(call())))
 
     def _wait(self, timeout):
-        if self.threads is None:
-            return super()._wait(timeout)
         worker, future = self.in_flight.popleft()
         return [(worker, future.result())]
-
-    def _results_in_order(self):
-        """(worker, infos) of every command sent and not yet received, oldest first."""
-        if self.threads is None:
-            return list(self.completed)
-        return [(worker, future.result()) for worker, future in self.in_flight]
 
     def get_state(self):
         """The envs' state between a ``send`` and the ``recv`` of its results (a checkpoint's
@@ -753,7 +745,7 @@ class Native(Serial):
         envs = [worker.envs[0] for worker in self.workers]
         if not hasattr(envs[0], "get_state") or self.ready or self.pending != set(range(self.num_workers)):
             return None
-        results = self._results_in_order()
+        results = [(worker, future.result()) for worker, future in self.in_flight]
         states = [env.get_state() for env in envs]
         if len(results) != self.num_workers or any(state is None for state in states):
             return None
@@ -770,10 +762,7 @@ class Native(Serial):
             worker.envs[0].set_state(env_state)
         self.ready, self.is_ready[:], self.batch_workers = [], False, None
         self.worker_infos = [[] for _ in range(self.num_workers)]
-        if self.threads is None:
-            self.completed = list(state["results"])
-        else:
-            self.in_flight = collections.deque((worker, finished(infos)) for worker, infos in state["results"])
+        self.in_flight = collections.deque((worker, finished(infos)) for worker, infos in state["results"])
         self.pending = set(range(self.num_workers))
         self.started = True
 

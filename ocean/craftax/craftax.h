@@ -299,8 +299,8 @@ static const char* const ACTION_NAMES[NUM_ACTIONS] = {
 // The 9 x 11 local view (as the observation sees it: dark cells blank) and the inventory.
 static int c_render(Craftax* env, char* buf, int capacity) {
     const GameState* s = env->state;
-    MobView view;
-    build_mob_view(&view, s);
+    uint8_t view[COMPACT_OBS_BYTES];
+    write_compact_observation(s, view, 1);
     int l = s->player_level;
     int n = 0;
 #define EMIT(...) n += snprintf(buf + n, n < capacity ? capacity - n : 0, __VA_ARGS__)
@@ -308,23 +308,22 @@ static int c_render(Craftax* env, char* buf, int capacity) {
          s->player_health, s->player_food, s->player_drink, s->player_energy, s->player_mana, s->player_xp);
     for (int r = 0; r < OBS_ROWS; r++) {
         for (int c = 0; c < OBS_COLS; c++) {
-            int index = view_cell_index(s, r, c);
-            int cell = r * OBS_COLS + c;
+            const uint8_t* cell = view + (r * OBS_COLS + c) * COMPACT_CELL_BYTES;
             if (r == OBS_ROWS / 2 && c == OBS_COLS / 2) {
                 const char* arrows[5] = {"@@", "<@", "@>", "^@", "@v"};
                 EMIT("\033[1;97m%s\033[0m", arrows[s->player_direction % 5]);
                 continue;
             }
-            if (index < 0 || !((&s->light_map[l][0][0])[index] > 0.05f)) {
+            if (!cell[COMPACT_LIGHT]) {
                 EMIT("  ");
                 continue;
             }
             const char* mob = 0;
             for (int k = 0; k < NUM_MOB_CLASSES && !mob; k++) {
-                if (view.masks[cell][k]) mob = MOB_CLASS_GLYPHS[k];
+                if (cell[COMPACT_MOBS + k]) mob = MOB_CLASS_GLYPHS[k];
             }
-            uint8_t item = (&s->item_map[l][0][0])[index];
-            uint8_t block = (&s->map[l][0][0])[index];
+            uint8_t item = cell[COMPACT_ITEM];
+            uint8_t block = cell[COMPACT_BLOCK];
             if (mob) {
                 EMIT("\033[1;91m%s\033[0m", mob);
             } else if (item == ITEM_TORCH) {

@@ -22,16 +22,31 @@
 
 CRAFTAX_STATIC_ASSERT(OBS_SIZE == 8268, "symbolic observation size");
 
-// Visible mobs per view cell: bit t of masks[cell][class] is mob type t of that class.
-typedef struct {
-    uint8_t masks[OBS_CELLS][NUM_MOB_CLASSES];
-} MobView;
+// The bytes of a compact observation's cell.
+#define COMPACT_BLOCK 0
+#define COMPACT_ITEM 1
+#define COMPACT_MOBS 2
+#define COMPACT_LIGHT 7
+CRAFTAX_STATIC_ASSERT(COMPACT_MOBS + NUM_MOB_CLASSES == COMPACT_LIGHT && OBS_CELLS <= 128, "compact cell layout");
+CRAFTAX_STATIC_ASSERT(COMPACT_MAP_BYTES % 4 == 0 && COMPACT_OBS_BYTES % 4 == 0, "compact observations are whole words");
 
-// One mob class's contribution, in the reference's scan order. Its scatter writes on_screen at
-// the mob's view position: negative view coordinates wrap (jax index normalisation) and
-// positions still outside the view are dropped, so a hidden mob can clear a visible one's bit.
-CRAFTAX_FN void view_mob_class(MobView* view, const GameState* s, int mob_class, int count,
-                               const int32_t (*position)[2], const uint8_t* mask, const uint8_t* type_id) {
+// A 32-bit store into an observation. The device's observation rows start on 4-byte boundaries
+// (COMPACT_OBS_BYTES is whole words), so it stores the word at once instead of byte by byte.
+CRAFTAX_FN void store_word(uint8_t* out, uint32_t word) {
+#ifdef __CUDA_ARCH__
+    *(uint32_t*)out = word;
+#else
+    memcpy(out, &word, sizeof(word));
+#endif
+}
+
+// One mob class's contribution to the lit cells already written, in the reference's scan order.
+// Its scatter writes on_screen at the mob's view position: negative view coordinates wrap (jax
+// index normalisation) and positions still outside the view are dropped, so a hidden mob can
+// clear a visible one's bit. Dark cells stay blank. Only a handful of mobs reach the view, so
+// the bits are read-modify-written in place rather than staged per cell.
+CRAFTAX_FN void scatter_mob_class(uint8_t* out, const uint64_t lit[2], const GameState* s, int mob_class, int count,
+                                  const int32_t (*position)[2], const uint8_t* mask, const uint8_t* type_id) {
     for (int m = 0; m < count; m++) {
         int lr = position[m][0] - s->player_position[0] + OBS_ROWS / 2;
         int lc = position[m][1] - s->player_position[1] + OBS_COLS / 2;
@@ -39,29 +54,21 @@ CRAFTAX_FN void view_mob_class(MobView* view, const GameState* s, int mob_class,
         int r = lr < 0 ? lr + OBS_ROWS : lr;
         int c = lc < 0 ? lc + OBS_COLS : lc;
         if (r < 0 || r >= OBS_ROWS || c < 0 || c >= OBS_COLS) continue;
+        int cell = r * OBS_COLS + c;
+        if (!(lit[cell >> 6] >> (cell & 63) & 1)) continue;
         uint8_t bit = (uint8_t)(1u << type_id[m]);
-        uint8_t* cell = &view->masks[r * OBS_COLS + c][mob_class];
-        *cell = on_screen ? (uint8_t)(*cell | bit) : (uint8_t)(*cell & ~bit);
+        uint8_t* bits = out + cell * COMPACT_CELL_BYTES + COMPACT_MOBS + mob_class;
+        *bits = on_screen ? (uint8_t)(*bits | bit) : (uint8_t)(*bits & ~bit);
     }
 }
 
-CRAFTAX_FN void build_mob_view(MobView* view, const GameState* s) {
-    memset(view, 0, sizeof(*view));
+CRAFTAX_FN void scatter_mobs(uint8_t* out, const uint64_t lit[2], const GameState* s) {
     int l = s->player_level;
-    view_mob_class(view, s, 0, MAX_MELEE_MOBS, s->melee_mobs.position[l], s->melee_mobs.mask[l], s->melee_mobs.type_id[l]);
-    view_mob_class(view, s, 1, MAX_PASSIVE_MOBS, s->passive_mobs.position[l], s->passive_mobs.mask[l], s->passive_mobs.type_id[l]);
-    view_mob_class(view, s, 2, MAX_RANGED_MOBS, s->ranged_mobs.position[l], s->ranged_mobs.mask[l], s->ranged_mobs.type_id[l]);
-    view_mob_class(view, s, 3, MAX_MOB_PROJECTILES, s->mob_projectiles.position[l], s->mob_projectiles.mask[l], s->mob_projectiles.type_id[l]);
-    view_mob_class(view, s, 4, MAX_PLAYER_PROJECTILES, s->player_projectiles.position[l], s->player_projectiles.mask[l], s->player_projectiles.type_id[l]);
-}
-
-// The map cell under view cell (r, c), or -1 outside the map (out-of-bounds block, no item,
-// no light).
-CRAFTAX_FN int view_cell_index(const GameState* s, int r, int c) {
-    int wr = s->player_position[0] - OBS_ROWS / 2 + r;
-    int wc = s->player_position[1] - OBS_COLS / 2 + c;
-    if (wr < 0 || wr >= MAP_SIZE || wc < 0 || wc >= MAP_SIZE) return -1;
-    return wr * MAP_SIZE + wc;
+    scatter_mob_class(out, lit, s, 0, MAX_MELEE_MOBS, s->melee_mobs.position[l], s->melee_mobs.mask[l], s->melee_mobs.type_id[l]);
+    scatter_mob_class(out, lit, s, 1, MAX_PASSIVE_MOBS, s->passive_mobs.position[l], s->passive_mobs.mask[l], s->passive_mobs.type_id[l]);
+    scatter_mob_class(out, lit, s, 2, MAX_RANGED_MOBS, s->ranged_mobs.position[l], s->ranged_mobs.mask[l], s->ranged_mobs.type_id[l]);
+    scatter_mob_class(out, lit, s, 3, MAX_MOB_PROJECTILES, s->mob_projectiles.position[l], s->mob_projectiles.mask[l], s->mob_projectiles.type_id[l]);
+    scatter_mob_class(out, lit, s, 4, MAX_PLAYER_PROJECTILES, s->player_projectiles.position[l], s->player_projectiles.mask[l], s->player_projectiles.type_id[l]);
 }
 
 // Prefetches the map, item and light rows under the view (see CRAFTAX_PREFETCH).
@@ -137,52 +144,73 @@ CRAFTAX_FN void write_scalars(const GameState* s, float* out, int in_step) {
     out[k++] = (float)is_boss_vulnerable(s);
 }
 
-// The full 8,268-float observation; in_step: see tenth().
-CRAFTAX_FN void write_observation(const GameState* s, float* out, int in_step) {
-    MobView view;
-    build_mob_view(&view, s);
-    int l = s->player_level;
-    memset(out, 0, sizeof(float) * OBS_CELLS * OBS_CHANNELS);
-    for (int r = 0; r < OBS_ROWS; r++) {
-        for (int c = 0; c < OBS_COLS; c++) {
-            int cell = r * OBS_COLS + c;
-            int index = view_cell_index(s, r, c);
-            if (index < 0 || !((&s->light_map[l][0][0])[index] > 0.05f)) continue;
-            float* channels = out + cell * OBS_CHANNELS;
-            channels[(&s->map[l][0][0])[index]] = 1.0f;
-            channels[CHANNEL_ITEMS + (&s->item_map[l][0][0])[index]] = 1.0f;
-            for (int k = 0; k < NUM_MOB_CLASSES; k++) {
-                for (int t = 0; t < MOB_TYPES_PER_CLASS; t++) {
-                    if (view.masks[cell][k] >> t & 1) channels[CHANNEL_MOBS + k * MOB_TYPES_PER_CLASS + t] = 1.0f;
-                }
-            }
-            channels[CHANNEL_LIGHT] = 1.0f;
-        }
-    }
-    write_scalars(s, out + OBS_CELLS * OBS_CHANNELS, in_step);
-}
-
-// The compact observation (COMPACT_OBS_BYTES bytes); in_step: see tenth().
+// The compact observation (COMPACT_OBS_BYTES bytes); in_step: see tenth(). A view row's map,
+// item and light values are all loaded before any of its cells is stored, so the loads are in
+// flight together (the output may alias the state as far as the compiler knows).
 CRAFTAX_FN void write_compact_observation(const GameState* s, uint8_t* out, int in_step) {
-    MobView view;
-    build_mob_view(&view, s);
     int l = s->player_level;
-    memset(out, 0, COMPACT_MAP_BYTES);
+    const uint8_t* map = &s->map[l][0][0];
+    const uint8_t* items = &s->item_map[l][0][0];
+    const float* light = &s->light_map[l][0][0];
+    int top = s->player_position[0] - OBS_ROWS / 2, left = s->player_position[1] - OBS_COLS / 2;
+    uint64_t lit[2] = {0, 0};
     for (int r = 0; r < OBS_ROWS; r++) {
+        int wr = top + r;
+        int row_inside = wr >= 0 && wr < MAP_SIZE;
+        uint32_t ids[OBS_COLS];  // block and item id, bytes 0 and 1 of the cell
+        uint32_t row_lit = 0;
+#ifdef __CUDA_ARCH__
+#pragma unroll
+#endif
+        for (int c = 0; c < OBS_COLS; c++) {
+            int wc = left + c;
+            int inside = row_inside && wc >= 0 && wc < MAP_SIZE;
+            int index = inside ? wr * MAP_SIZE + wc : 0;  // outside the map: no block, item or light
+            int is_lit = inside && light[index] > 0.05f;
+            ids[c] = is_lit ? (uint32_t)map[index] | (uint32_t)items[index] << 8 : 0u;
+            row_lit |= (uint32_t)is_lit << c;
+        }
+#ifdef __CUDA_ARCH__
+#pragma unroll
+#endif
         for (int c = 0; c < OBS_COLS; c++) {
             int cell = r * OBS_COLS + c;
-            int index = view_cell_index(s, r, c);
-            if (index < 0 || !((&s->light_map[l][0][0])[index] > 0.05f)) continue;
-            uint8_t* bytes = out + cell * COMPACT_CELL_BYTES;
-            bytes[0] = (&s->map[l][0][0])[index];
-            bytes[1] = (&s->item_map[l][0][0])[index];
-            for (int k = 0; k < NUM_MOB_CLASSES; k++) bytes[2 + k] = view.masks[cell][k];
-            bytes[7] = 1;
+            uint32_t is_lit = row_lit >> c & 1;
+            lit[cell >> 6] |= (uint64_t)is_lit << (cell & 63);
+            store_word(out + cell * COMPACT_CELL_BYTES, ids[c]);
+            store_word(out + cell * COMPACT_CELL_BYTES + 4, is_lit << 8 * (COMPACT_LIGHT - 4));
         }
     }
+    scatter_mobs(out, lit, s);
     float scalars[OBS_SCALARS];
     write_scalars(s, scalars, in_step);
-    memcpy(out + COMPACT_MAP_BYTES, scalars, sizeof(scalars));
+    for (int k = 0; k < OBS_SCALARS; k++) {
+        uint32_t bits;
+        memcpy(&bits, &scalars[k], sizeof(bits));
+        store_word(out + COMPACT_MAP_BYTES + 4 * k, bits);
+    }
+}
+
+// The full 8,268-float observation (in_step: see tenth()): the compact one's cells as one-hot
+// channels, then the same scalars.
+CRAFTAX_FN void write_observation(const GameState* s, float* out, int in_step) {
+    uint8_t compact[COMPACT_OBS_BYTES];
+    write_compact_observation(s, compact, in_step);
+    memset(out, 0, sizeof(float) * OBS_CELLS * OBS_CHANNELS);
+    for (int cell = 0; cell < OBS_CELLS; cell++) {
+        const uint8_t* bytes = compact + cell * COMPACT_CELL_BYTES;
+        if (!bytes[COMPACT_LIGHT]) continue;
+        float* channels = out + cell * OBS_CHANNELS;
+        channels[bytes[COMPACT_BLOCK]] = 1.0f;
+        channels[CHANNEL_ITEMS + bytes[COMPACT_ITEM]] = 1.0f;
+        for (int k = 0; k < NUM_MOB_CLASSES; k++) {
+            for (int t = 0; t < MOB_TYPES_PER_CLASS; t++) {
+                if (bytes[COMPACT_MOBS + k] >> t & 1) channels[CHANNEL_MOBS + k * MOB_TYPES_PER_CLASS + t] = 1.0f;
+            }
+        }
+        channels[CHANNEL_LIGHT] = 1.0f;
+    }
+    memcpy(out + OBS_CELLS * OBS_CHANNELS, compact + COMPACT_MAP_BYTES, sizeof(float) * OBS_SCALARS);
 }
 
 // Float k of the full observation, read off the compact one (the same information): the device
@@ -195,12 +223,12 @@ CRAFTAX_FN float full_observation_from_compact(const uint8_t* compact, int k) {
     }
     const uint8_t* bytes = compact + (k / OBS_CHANNELS) * COMPACT_CELL_BYTES;
     int channel = k % OBS_CHANNELS;
-    if (!bytes[7]) return 0.0f;
-    if (channel < CHANNEL_ITEMS) return bytes[0] == channel ? 1.0f : 0.0f;
-    if (channel < CHANNEL_MOBS) return bytes[1] == channel - CHANNEL_ITEMS ? 1.0f : 0.0f;
+    if (!bytes[COMPACT_LIGHT]) return 0.0f;
+    if (channel < CHANNEL_ITEMS) return bytes[COMPACT_BLOCK] == channel ? 1.0f : 0.0f;
+    if (channel < CHANNEL_MOBS) return bytes[COMPACT_ITEM] == channel - CHANNEL_ITEMS ? 1.0f : 0.0f;
     if (channel < CHANNEL_LIGHT) {
         int mob = channel - CHANNEL_MOBS;
-        return (bytes[2 + mob / MOB_TYPES_PER_CLASS] >> (mob % MOB_TYPES_PER_CLASS)) & 1 ? 1.0f : 0.0f;
+        return (bytes[COMPACT_MOBS + mob / MOB_TYPES_PER_CLASS] >> (mob % MOB_TYPES_PER_CLASS)) & 1 ? 1.0f : 0.0f;
     }
     return 1.0f;
 }

@@ -22,7 +22,7 @@ from torch import nn
 from torch.distributions import Normal
 
 from pufferlib.exceptions import APIUsageError
-from pufferlib.pytorch import layer_init, linear_scan
+from pufferlib.pytorch import Float32Linear, layer_init, linear_scan
 
 
 class Policy(nn.Module):
@@ -49,15 +49,15 @@ class ActionHead(nn.Module):
         super().__init__()
         if isinstance(action_space, gymnasium.spaces.Discrete):
             self.kind = "discrete"
-            self.linear = layer_init(nn.Linear(hidden_size, int(action_space.n)), std=0.01)
+            self.linear = layer_init(Float32Linear(hidden_size, int(action_space.n)), std=0.01)
         elif isinstance(action_space, gymnasium.spaces.MultiDiscrete):
             self.kind = "multidiscrete"
             self.sizes = [int(n) for n in np.asarray(action_space.nvec).ravel()]
-            self.linear = layer_init(nn.Linear(hidden_size, sum(self.sizes)), std=0.01)
+            self.linear = layer_init(Float32Linear(hidden_size, sum(self.sizes)), std=0.01)
         elif isinstance(action_space, gymnasium.spaces.Box):
             self.kind = "continuous"
             size = int(np.prod(action_space.shape))
-            self.linear = layer_init(nn.Linear(hidden_size, size), std=0.01)
+            self.linear = layer_init(Float32Linear(hidden_size, size), std=0.01)
             # A state-independent log standard deviation is the usual, stable choice for PPO.
             self.log_std = nn.Parameter(torch.zeros(1, size))
         else:
@@ -109,7 +109,7 @@ class Default(Policy):
             layers += [layer_init(nn.Linear(hidden_size, hidden_size)), nn.GELU()]
         self.encoder = nn.Sequential(*layers)
         self.action_head = ActionHead(env.single_action_space, hidden_size)
-        self.value_head = layer_init(nn.Linear(hidden_size, 1), std=1.0)
+        self.value_head = layer_init(Float32Linear(hidden_size, 1), std=1.0)
 
     def embed_categories(self, flat):
         """First layer on one-hot cell values: bias + the weights of every (cell, value) present."""
@@ -162,7 +162,7 @@ class Convolutional(Policy):
         self.network.append(layer_init(nn.Linear(flat_size, hidden_size)))
         self.network.append(nn.ReLU())
         self.action_head = ActionHead(env.single_action_space, hidden_size)
-        self.value_head = layer_init(nn.Linear(hidden_size, 1), std=1.0)
+        self.value_head = layer_init(Float32Linear(hidden_size, 1), std=1.0)
 
     def _images(self, observations):
         images = observations.float() * self.scale

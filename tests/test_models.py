@@ -58,6 +58,25 @@ def test_default_policy_samples_and_scores_every_action_space(kind):
         assert int(action.min()) >= 0 and all(int(action.reshape(7, -1)[:, i].max()) < n for i, n in enumerate(nvec))
 
 
+@pytest.mark.parametrize("kind", ACTION_SPACES)
+def test_output_heads_stay_float32_under_bf16_autocast(kind):
+    """The trainer's bf16 autocast rounds the body, never the logits and values PPO's ratios and
+    advantages are computed from: the heads give the float32 result of the body's bf16 output."""
+    torch.manual_seed(0)
+    policy = Default(FakeEnv(BOX_OBS, ACTION_SPACES[kind]), hidden_size=32)
+    obs = torch.randn(7, 6)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        hidden = policy.encode_observations(obs)
+        logits, values = policy.decode_actions(hidden)
+    assert hidden.dtype == torch.bfloat16
+    assert values.dtype == torch.float32
+    torch.testing.assert_close(values, policy.value_head(hidden.float()).squeeze(-1), rtol=0, atol=0)
+    head = policy.action_head.linear
+    means = logits.mean if kind == "box" else torch.cat(logits, -1) if kind == "multidiscrete" else logits
+    assert means.dtype == torch.float32
+    torch.testing.assert_close(means, head(hidden.float()), rtol=0, atol=0)
+
+
 def test_discrete_logprob_and_entropy_match_torch_categorical():
     logits = torch.randn(11, 6)
     action, logprob, entropy = sample_logits(logits)

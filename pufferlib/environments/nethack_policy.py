@@ -17,7 +17,7 @@ from torch import nn
 
 from pufferlib.exceptions import APIUsageError
 from pufferlib.models import ActionHead, Policy
-from pufferlib.pytorch import layer_init, nativize_dtype, nativize_tensor
+from pufferlib.pytorch import Float32Linear, layer_init, nativize_dtype, nativize_tensor
 
 MAX_GLYPH = 5976  # nle.nethack.MAX_GLYPH: glyph ids are 0 .. MAX_GLYPH - 1; MAX_GLYPH pads the crop
 BLSTATS_X, BLSTATS_Y = 0, 1
@@ -38,7 +38,7 @@ class NetHackPolicy(Policy):
         self.status_encoder = nn.Sequential(layer_init(nn.Linear(27, hidden_size // 2)), nn.ReLU())
         self.encoder = nn.Sequential(layer_init(nn.Linear(hidden_size + hidden_size // 2, hidden_size)), nn.ReLU())
         self.action_head = ActionHead(env.single_action_space, hidden_size)
-        self.value_head = layer_init(nn.Linear(hidden_size, 1), std=1.0)
+        self.value_head = layer_init(Float32Linear(hidden_size, 1), std=1.0)
 
     def around_hero(self, glyphs, blstats):
         """[B, crop, crop] glyph ids centred on the hero; cells off the map hold MAX_GLYPH."""

@@ -46,6 +46,7 @@ import traceback
 import weakref
 from abc import ABC, abstractmethod
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_for_futures
 
 import cloudpickle
 import numpy as np
@@ -758,6 +759,9 @@ class Native(Serial):
             state = dict(envs=[state["env"]], results=[(0, state["infos"])])
         if len(state["envs"]) != self.num_workers:
             raise ValueError(f"the state holds {len(state['envs'])} env objects, this vector env {self.num_workers}")
+        # A command still running in its thread (the reset a new vector env starts with) would
+        # write over the restored envs: it finishes first, and its result is dropped.
+        wait_for_futures([future for _, future in self.in_flight])
         for worker, env_state in zip(self.workers, state["envs"]):
             worker.envs[0].set_state(env_state)
         self.ready, self.is_ready[:], self.batch_workers = [], False, None

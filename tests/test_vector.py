@@ -212,6 +212,44 @@ def test_native_batches_step_in_threads_in_send_order_as_one_env_object_would():
         envs.close()
 
 
+class SlowReset(PufferEnv):
+    """A batched env whose reset takes a while and then marks its observations 1; its state is its
+    observations."""
+
+    def __init__(self, buf=None, num_envs=1):
+        self.single_observation_space = gymnasium.spaces.Box(0, 9, (1,), np.float32)
+        self.single_action_space = gymnasium.spaces.Discrete(2)
+        self.num_agents = num_envs
+        super().__init__(buf)
+
+    def reset(self, seed=0):
+        time.sleep(0.3)
+        self.observations[:] = 1
+        return self.observations, []
+
+    def step(self, actions):
+        return self.observations, self.rewards, self.terminals, self.truncations, []
+
+    def get_state(self):
+        return self.observations.copy()
+
+    def set_state(self, state):
+        self.observations[:] = state
+
+
+@pytest.mark.timeout(60)
+def test_restoring_native_batches_waits_for_the_reset_still_running_in_their_threads():
+    envs = vector.make(SlowReset, backend="native", num_envs=4, batch_size=2)
+    saved = dict(envs=[np.full((2, 1), 5, np.float32)] * 2, results=[(0, []), (1, [])])
+    envs.async_reset()  # both batches reset in their threads for 0.3 s
+    envs.set_state(saved)
+    for _ in range(4):
+        observations = envs.recv()[0]
+        assert (observations == 5).all()  # the late reset's 1s would have overwritten the restore
+        envs.send(np.zeros(2, np.int32))
+    envs.close()
+
+
 class BreaksOnStep(PufferEnv):
     """A batched env whose step raises."""
 

@@ -212,15 +212,22 @@ def test_native_batches_step_in_threads_in_send_order_as_one_env_object_would():
         envs.close()
 
 
-class SlowReset(PufferEnv):
-    """A batched env whose reset takes a while and then marks its observations 1; its state is its
-    observations."""
+class OneNumberEnvs(PufferEnv):
+    """A batched env of one number per env, to be given a behaviour by subclasses."""
 
     def __init__(self, buf=None, num_envs=1):
         self.single_observation_space = gymnasium.spaces.Box(0, 9, (1,), np.float32)
         self.single_action_space = gymnasium.spaces.Discrete(2)
         self.num_agents = num_envs
         super().__init__(buf)
+
+    def reset(self, seed=0):
+        return self.observations, []
+
+
+class SlowReset(OneNumberEnvs):
+    """A batched env whose reset takes a while and then marks its observations 1; its state is its
+    observations."""
 
     def reset(self, seed=0):
         time.sleep(0.3)
@@ -250,17 +257,8 @@ def test_restoring_native_batches_waits_for_the_reset_still_running_in_their_thr
     envs.close()
 
 
-class BreaksOnStep(PufferEnv):
+class BreaksOnStep(OneNumberEnvs):
     """A batched env whose step raises."""
-
-    def __init__(self, buf=None, num_envs=1):
-        self.single_observation_space = gymnasium.spaces.Box(0, 1, (1,), np.float32)
-        self.single_action_space = gymnasium.spaces.Discrete(2)
-        self.num_agents = num_envs
-        super().__init__(buf)
-
-    def reset(self, seed=0):
-        return self.observations, []
 
     def step(self, actions):
         raise RuntimeError("the env broke on its step")

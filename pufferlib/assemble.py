@@ -33,7 +33,8 @@ def make_vecenv(env_name, config, num_envs=None):
     (``async_reset``/``send``/``recv``) of ``pufferlib.vector``.
 
     With backend 'native', a batched env (an Ocean env) is stepped in this process by its own C
-    vecenv with ``[vec] num_threads`` threads, the fastest way to run it. With ``[vec] device``
+    vecenv with ``[vec] num_threads`` threads, the fastest way to run it; with a batch size below
+    num_envs, the env objects of the batches share those threads. With ``[vec] device``
     cuda, the env's GPU version is built instead: it has device hooks (``gpu_step``, ...) in place
     of that surface.
     """
@@ -47,7 +48,10 @@ def make_vecenv(env_name, config, num_envs=None):
         creator = env_family(config).env_creator(env_name, device=vec["device"])
         return creator(num_envs=num_envs, device=vec["device"], **env_kwargs)
     if str(vec["backend"]).lower() == "native":
-        env_kwargs["num_threads"] = vec["num_threads"]
+        # num_threads is the vecenv's: env objects stepping side by side (one per batch) share it.
+        batch_size = vec["batch_size"]
+        batches = num_envs // batch_size if isinstance(batch_size, int) and 0 < batch_size < num_envs else 1
+        env_kwargs["num_threads"] = max(1, vec["num_threads"] // batches)
     return pufferlib.vector.make(
         env_family(config).env_creator(env_name), env_kwargs=env_kwargs, backend=vec["backend"], num_envs=num_envs,
         num_workers=None if vec["num_workers"] == "auto" else vec["num_workers"],

@@ -226,6 +226,16 @@ def test_vec_timeout_reaches_the_workers_and_bad_values_are_explained():
         assemble.make_vecenv("puffer_squared", config_for("puffer_squared", *flags, "--vec.timeout", "-1"))
 
 
+def test_native_env_objects_share_the_vecenv_threads():
+    for batch_size, expected in (("auto", [4]), ("32", [2, 2]), ("16", [1, 1, 1, 1])):
+        config = config_for("puffer_squared", "--vec.num-envs", "64", "--vec.num-threads", "4", "--vec.batch-size", batch_size)
+        vecenv = assemble.make_vecenv("puffer_squared", config)
+        try:
+            assert [worker.envs[0].num_threads for worker in vecenv.workers] == expected
+        finally:
+            vecenv.close()
+
+
 # -- learning ------------------------------------------------------------------------------------
 
 

@@ -609,6 +609,11 @@ def main(argv=None):
         print(f"puffer (pufferlib) {pufferlib.__version__}")
         return 0
     command, rest = argv[0], argv[1:]
+    if threading.current_thread() is threading.main_thread():
+        # A parent may hand SIGINT over ignored (a script's background job inherits that) or
+        # blocked: Ctrl-C and kill -INT stop every command the same way whatever started it.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     if command == "tank":
         from pufferlib import tank  # docker-py is imported only when asked for
 

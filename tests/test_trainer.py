@@ -5,6 +5,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -561,6 +562,32 @@ def test_ctrl_c_saves_and_exits_with_130(tmp_path):
     assert 0 < checkpoint["global_step"] < 100_000_000
     assert checkpoint["global_step"] == checkpoint["epoch"] * 64 * 32  # whole epochs only
     assert signal.getsignal(signal.SIGINT) is handler_before  # handler restored
+
+
+@pytest.mark.parametrize("inherited", ["ignored", "blocked"])
+def test_sigint_stops_a_run_started_with_it_ignored_or_blocked(tmp_path, inherited):
+    """A script's background job starts with SIGINT ignored, and a parent process may leave it
+    blocked: kill -INT still stops the run as Ctrl-C does."""
+
+    def inherit():
+        if inherited == "ignored":
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        else:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+    command = [sys.executable, "-m", "pufferlib.cli", "train", "puffer_squared", "--vec.num-envs", "64",
+               "--train.total-timesteps", "100_000_000", "--train.data-dir", str(tmp_path), "--train.dashboard", "plain",
+               "--train.device", "cpu"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=inherit)
+    deadline = time.time() + 120
+    while time.time() < deadline and process.poll() is None and not any(p.stat().st_size for p in tmp_path.glob("*/metrics.jsonl")):
+        time.sleep(0.1)
+    process.send_signal(signal.SIGINT)
+    try:
+        out, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 130, (out, err)
 
 
 def test_ctrl_c_stops_a_long_epoch_at_the_next_step(tmp_path):

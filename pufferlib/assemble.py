@@ -48,10 +48,7 @@ def make_vecenv(env_name, config, num_envs=None):
         creator = env_family(config).env_creator(env_name, device=vec["device"])
         return creator(num_envs=num_envs, device=vec["device"], **env_kwargs)
     if str(vec["backend"]).lower() == "native":
-        # num_threads is the vecenv's: env objects stepping side by side (one per batch) share it.
-        batch_size = vec["batch_size"]
-        batches = num_envs // batch_size if isinstance(batch_size, int) and 0 < batch_size < num_envs else 1
-        env_kwargs["num_threads"] = max(1, vec["num_threads"] // batches)
+        env_kwargs["num_threads"] = vec["num_threads"]
     return pufferlib.vector.make(
         env_family(config).env_creator(env_name), env_kwargs=env_kwargs, backend=vec["backend"], num_envs=num_envs,
         num_workers=None if vec["num_workers"] == "auto" else vec["num_workers"],

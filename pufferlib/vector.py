@@ -695,7 +695,8 @@ class Native(Serial):
     ``batch_size < num_envs`` there is one env object per batch, each stepped in a thread of its
     own (the C step releases the GIL): ``send`` returns at once, so the caller computes one batch's
     actions while the others step. ``recv`` returns batches in the order they were sent, so a run
-    is the same from the same seed whatever the threads' timing.
+    is the same from the same seed whatever the threads' timing. An env kwarg ``num_threads`` is
+    the whole vector env's: the env objects get an equal share each.
     """
 
     def __init__(
@@ -722,6 +723,9 @@ class Native(Serial):
                 f"the native backend runs one env object per batch: num_workers must be num_envs / batch_size "
                 f"({batches}), got {num_workers}"
             )
+        if env_kwargs and "num_threads" in env_kwargs:
+            # The vector env's threads: env objects stepping side by side share them.
+            env_kwargs = {**env_kwargs, "num_threads": max(1, env_kwargs["num_threads"] // batches)}
         super().__init__(env_creator, env_args, env_kwargs, num_envs, batches, batch_size, zero_copy, seed, timeout)
         self.threads = ThreadPoolExecutor(self.num_workers, "puffer-native") if self.num_workers > 1 else None
         # (worker, future) in the order the commands were sent; without threads the future holds

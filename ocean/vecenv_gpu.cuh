@@ -11,6 +11,9 @@
 //     int  c_step(Env*)    apply actions; write rewards, terminals, truncations; 1 when it ended
 //     optional VEC_PREPARE_BATCH / c_prepare(Env*, int count): called with count 1, each thread
 //         preparing its own env just before stepping it
+//     optional VEC_GPU_STEPPING_LANES(unsigned lanes): run by every lane of a warp before any of
+//         them steps, with the mask of the lanes that will (for a game whose lanes cooperate
+//         inside c_step; all of those lanes then reach the same cooperative calls)
 // and, for a game whose device reset needs scratch memory (world generation):
 //     #define VEC_GPU_RESET_SCRATCH Type   and a field `Type* reset_scratch` in Env, which the
 //         reset kernel points at a buffer of its own for the duration of each c_reset
@@ -121,6 +124,10 @@ __global__ void __launch_bounds__(VEC_GPU_BLOCK, VEC_GPU_STEP_BLOCKS_PER_SM) vec
             vec.actions[first + k] = (int)action;
         }
     }
+#ifdef VEC_GPU_STEPPING_LANES
+    // Every lane of the warp is here (env counts are whole warps): the game learns which step.
+    VEC_GPU_STEPPING_LANES(__ballot_sync(0xFFFFFFFFu, valid));
+#endif
     if (!valid) {
         for (int a = 0; a < agents; a++) {
             env->rewards[a] = 0.0f;

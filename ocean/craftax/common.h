@@ -48,6 +48,26 @@
 #define CRAFTAX_PREFETCH(p) __builtin_prefetch(p)
 #endif
 
+#ifdef __CUDACC__
+// The warps of a block of the device step; craftax_gpu.cu checks it against VEC_GPU_BLOCK.
+#define CRAFTAX_WARPS_PER_BLOCK 4
+
+__device__ static unsigned* craftax_stepping_lane_masks(void) {
+    __shared__ unsigned masks[CRAFTAX_WARPS_PER_BLOCK];
+    return masks;
+}
+
+// The device vecenv's VEC_GPU_STEPPING_LANES hook, run by all 32 lanes of a warp before any of
+// them steps: records which lanes step (an env given a bad action does not), for the parts of a
+// step the lanes make together (mobs.h's spawn choice).
+__device__ static void craftax_set_stepping_lanes(unsigned lanes) {
+    craftax_stepping_lane_masks()[threadIdx.x / 32] = lanes;
+    __syncwarp(0xFFFFFFFFu);
+}
+
+__device__ static unsigned craftax_stepping_lanes(void) { return craftax_stepping_lane_masks()[threadIdx.x / 32]; }
+#endif
+
 #ifdef __CUDA_ARCH__
 #define TABLE(name) name##_device
 #else

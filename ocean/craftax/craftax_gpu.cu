@@ -11,7 +11,9 @@
 // 655,360 compact envs uncapped (234 registers) ran as fast and 80 registers a little slower
 // (BENCHMARKS.md).
 #define VEC_GPU_STEP_BLOCKS_PER_SM 4
+#define VEC_GPU_STEPPING_LANES(lanes) craftax_set_stepping_lanes(lanes)
 #include "vecenv_gpu.cuh"
+static_assert(VEC_GPU_BLOCK == 32 * CRAFTAX_WARPS_PER_BLOCK, "mobs.h's spawn scratch is per warp of a step block");
 
 // Worlds generated at once on the device without a reset pool (each needs a WorldgenScratch).
 #define WORLDGEN_SCRATCH_BUFFERS 8192

@@ -282,43 +282,76 @@ CRAFTAX_FN int isqrt_floor(int n) {
     return w;
 }
 
+// The rule's blocks as a bit set (NUM_BLOCK_TYPES <= 64), so a cell's test is a shift.
+CRAFTAX_FN uint64_t spawn_block_set(const SpawnRule* rule) {
+    uint64_t block_set = 0;
+    for (int b = 0; b < NUM_BLOCK_TYPES; b++) block_set |= (uint64_t)(rule->blocks[b] != 0) << b;
+    return block_set;
+}
+
+// Map row r's allowed cells as bits (bit c: column c). Only the row's columns inside the ring
+// min_d2 <= d2 <= max_d2 around the player (pr, pc) are scanned: |dc| up to outer, and, when the
+// inner disc reaches this row, not up to inner. The bits collect in a register rather than being
+// read-modify-written per cell (a store-to-load chain).
+CRAFTAX_FN uint64_t spawn_row_bits(const SpawnRule* rule, uint64_t block_set, const uint8_t* map, const uint8_t* mobs,
+                                   int r, int pr, int pc) {
+    int dr2 = (r - pr) * (r - pr);
+    if (dr2 > rule->max_d2) return 0;
+    int outer = isqrt_floor(rule->max_d2 - dr2);
+    int inner = rule->min_d2 - 1 - dr2 >= 0 ? isqrt_floor(rule->min_d2 - 1 - dr2) : -1;
+    uint64_t row_bits = 0;
+    const uint8_t* map_row = map + r * MAP_SIZE;
+    const uint8_t* mob_row = mobs + r * MAP_SIZE;
+    for (int side = 0; side < 2; side++) {
+        // side 0: columns pc - outer .. pc - inner - 1; side 1: pc + inner + 1 .. pc + outer
+        // (one segment pc - outer .. pc + outer when inner < 0, split at pc).
+        int first = side ? pc + inner + 1 : pc - outer, last = side ? pc + outer : pc - inner - 1;
+        if (inner < 0 && side == 0) last = pc - 1;
+        if (inner < 0 && side == 1) first = pc;
+        first = imax(first, 0);
+        last = imin(last, MAP_SIZE - 1);
+        for (int c = first; c <= last; c++) {
+            uint64_t allowed = (uint64_t)(mob_row[c] == 0) & (block_set >> map_row[c]);
+            row_bits |= allowed << c;
+        }
+    }
+    return row_bits;
+}
+
+// The XLA-order prefix sum at cell i: its block's first cells (running[k]: k weights added one by
+// one) plus the prefix of the block totals before it.
+CRAFTAX_FN float spawn_prefix_at(const uint16_t* allowed_bits, const float* running, const float* block_prefix, int i) {
+    return running[popcount32(allowed_bits[i >> 4] & (uint16_t)((2u << (i & 15)) - 1))] +
+           (i >> 4 ? block_prefix[(i >> 4) - 1] : 0.0f);
+}
+
+// jax.random.choice's draw: searchsorted_left over the prefix sums (no NaN here: some cell is
+// allowed).
+CRAFTAX_FN int spawn_search(float cell_roll, const uint16_t* allowed_bits, const float* running, const float* block_prefix) {
+    float draw = spawn_prefix_at(allowed_bits, running, block_prefix, MAP_CELLS - 1) * (1.0f - cell_roll);
+    int low = 0, high = MAP_CELLS;
+    for (int level = 0; level < 12; level++) {
+        int mid = (low + high) / 2;
+        if (draw <= spawn_prefix_at(allowed_bits, running, block_prefix, mid)) {
+            high = mid;
+        } else {
+            low = mid;
+        }
+    }
+    return high;
+}
+
 CRAFTAX_FN int choose_spawn_cell(float cell_roll, GameState* s, int area) {
     uint16_t allowed_bits[SPAWN_BLOCKS];  // bit j: cell 16 * block + j is allowed
     memset(allowed_bits, 0, sizeof(allowed_bits));
     const SpawnRule* rule = &TABLE(SPAWN_RULES)[area];
-    // The rule's blocks as a bit set (NUM_BLOCK_TYPES <= 64), so a cell's test is a shift.
-    uint64_t block_set = 0;
-    for (int b = 0; b < NUM_BLOCK_TYPES; b++) block_set |= (uint64_t)(rule->blocks[b] != 0) << b;
-    const uint8_t* map = level_map(s);
-    const uint8_t* mobs = level_mobs(s);
+    uint64_t block_set = spawn_block_set(rule);
     int pr = s->player_position[0], pc = s->player_position[1];
     int count = 0;
     int reach = MOB_DESPAWN_DISTANCE - 1;
     for (int r = imax(pr - reach, 0); r <= imin(pr + reach, MAP_SIZE - 1); r++) {
-        int dr2 = (r - pr) * (r - pr);
-        if (dr2 > rule->max_d2) continue;
-        // Only the row's columns inside the ring min_d2 <= d2 <= max_d2 are scanned: |dc| up to
-        // outer, and, when the inner disc reaches this row, not up to inner.
-        int outer = isqrt_floor(rule->max_d2 - dr2);
-        int inner = rule->min_d2 - 1 - dr2 >= 0 ? isqrt_floor(rule->min_d2 - 1 - dr2) : -1;
-        // A map row is exactly three blocks of 16 cells: collect the row's bits in a register
-        // rather than read-modify-writing allowed_bits per cell (a store-to-load chain).
-        uint64_t row_bits = 0;
-        const uint8_t* map_row = map + r * MAP_SIZE;
-        const uint8_t* mob_row = mobs + r * MAP_SIZE;
-        for (int side = 0; side < 2; side++) {
-            // side 0: columns pc - outer .. pc - inner - 1; side 1: pc + inner + 1 .. pc + outer
-            // (one segment pc - outer .. pc + outer when inner < 0, split at pc).
-            int first = side ? pc + inner + 1 : pc - outer, last = side ? pc + outer : pc - inner - 1;
-            if (inner < 0 && side == 0) last = pc - 1;
-            if (inner < 0 && side == 1) first = pc;
-            first = imax(first, 0);
-            last = imin(last, MAP_SIZE - 1);
-            for (int c = first; c <= last; c++) {
-                uint64_t allowed = (uint64_t)(mob_row[c] == 0) & (block_set >> map_row[c]);
-                row_bits |= allowed << c;
-            }
-        }
+        uint64_t row_bits = spawn_row_bits(rule, block_set, level_map(s), level_mobs(s), r, pr, pc);
+        // A map row is exactly three blocks of 16 cells.
         allowed_bits[r * 3 + 0] = (uint16_t)row_bits;
         allowed_bits[r * 3 + 1] = (uint16_t)(row_bits >> 16);
         allowed_bits[r * 3 + 2] = (uint16_t)(row_bits >> 32);
@@ -326,29 +359,108 @@ CRAFTAX_FN int choose_spawn_cell(float cell_roll, GameState* s, int area) {
     }
     if (count == 0) return -1;
     float w = 1.0f / (float)count;
-    float running[17];  // running[k]: k weights of w added one by one
+    float running[17];
     running[0] = 0.0f;
     for (int k = 1; k <= 16; k++) running[k] = running[k - 1] + w;
-    float totals[SPAWN_BLOCKS], totals_prefix[SPAWN_BLOCKS], scratch[SPAWN_BLOCKS / 7 + 32];
+    float totals[SPAWN_BLOCKS], block_prefix[SPAWN_BLOCKS], scratch[SPAWN_BLOCKS / 7 + 32];
     for (int b = 0; b < SPAWN_BLOCKS; b++) totals[b] = running[popcount32(allowed_bits[b])];
-    xla_cumsum(totals, totals_prefix, SPAWN_BLOCKS, scratch);
-#define PREFIX_AT(i)                                                                            \
-    (running[popcount32(allowed_bits[(i) >> 4] & (uint16_t)((2u << ((i) & 15)) - 1))] + \
-     ((i) >> 4 ? totals_prefix[((i) >> 4) - 1] : 0.0f))
-    float draw = PREFIX_AT(MAP_CELLS - 1) * (1.0f - cell_roll);
-    // searchsorted_left over the prefix sums (no NaN here: count > 0).
-    int low = 0, high = MAP_CELLS;
-    for (int level = 0; level < 12; level++) {
-        int mid = (low + high) / 2;
-        if (draw <= PREFIX_AT(mid)) {
-            high = mid;
-        } else {
-            low = mid;
-        }
-    }
-#undef PREFIX_AT
-    return high;
+    xla_cumsum(totals, block_prefix, SPAWN_BLOCKS, scratch);
+    return spawn_search(cell_roll, allowed_bits, running, block_prefix);
 }
+
+#ifdef __CUDA_ARCH__
+// On the device the few lanes of a warp whose env spawns would each run the choice above alone,
+// a long chain of dependent local-memory reads while the other lanes idle. Instead the whole warp
+// makes each of those choices in turn: the lanes scan a row each, sum a block of 16 totals each
+// in XLA's order, and share the results in shared memory, giving the same cell bit for bit.
+// Every lane that steps calls it at each of the step's spawns (lanes: the warp's stepping lanes).
+#define SPAWN_SUPERBLOCKS (SPAWN_BLOCKS / 16)
+CRAFTAX_STATIC_ASSERT(SPAWN_BLOCKS % 16 == 0 && SPAWN_SUPERBLOCKS <= 16, "xla_cumsum's two levels");
+
+typedef struct {
+    uint16_t allowed_bits[SPAWN_BLOCKS];
+    float block_prefix[SPAWN_BLOCKS];
+    float running[17];
+    float superblock_prefix[SPAWN_SUPERBLOCKS];
+    GameState* state;  // the env whose choice the warp is making
+    float cell_roll;
+    int area;
+    int count;
+} SpawnWarpScratch;
+
+__device__ static SpawnWarpScratch* spawn_warp_scratch(void) {
+    __shared__ SpawnWarpScratch scratch[CRAFTAX_WARPS_PER_BLOCK];
+    return &scratch[threadIdx.x / 32];
+}
+
+__device__ static int choose_spawn_cell_in_warp(unsigned lanes, int spawning, float cell_roll, GameState* s, int area) {
+    SpawnWarpScratch* w = spawn_warp_scratch();
+    int lane = (int)(threadIdx.x % 32);
+    int rank = __popc(lanes & ((1u << lane) - 1)), size = __popc(lanes);
+    int chosen = -1;
+    for (unsigned waiting = __ballot_sync(lanes, spawning); waiting; waiting &= waiting - 1) {
+        int leader = __ffs(waiting) - 1;
+        if (lane == leader) {
+            w->state = s;
+            w->cell_roll = cell_roll;
+            w->area = area;
+            w->count = 0;
+        }
+        for (int b = rank; b < SPAWN_BLOCKS; b += size) w->allowed_bits[b] = 0;
+        __syncwarp(lanes);
+        GameState* env = w->state;
+        const SpawnRule* rule = &TABLE(SPAWN_RULES)[w->area];
+        uint64_t block_set = spawn_block_set(rule);
+        int pr = env->player_position[0], pc = env->player_position[1];
+        int reach = MOB_DESPAWN_DISTANCE - 1;
+        int count = 0;
+        for (int r = imax(pr - reach, 0) + rank; r <= imin(pr + reach, MAP_SIZE - 1); r += size) {
+            uint64_t row_bits = spawn_row_bits(rule, block_set, level_map(env), level_mobs(env), r, pr, pc);
+            w->allowed_bits[r * 3 + 0] = (uint16_t)row_bits;
+            w->allowed_bits[r * 3 + 1] = (uint16_t)(row_bits >> 16);
+            w->allowed_bits[r * 3 + 2] = (uint16_t)(row_bits >> 32);
+            count += __popcll(row_bits);
+        }
+        atomicAdd(&w->count, count);
+        __syncwarp(lanes);
+        int total = w->count;
+        if (total > 0) {  // the same for every lane
+            float weight = 1.0f / (float)total;
+            for (int k = rank; k <= 16; k += size) {
+                float running = 0.0f;
+                for (int j = 0; j < k; j++) running += weight;
+                w->running[k] = running;
+            }
+            __syncwarp(lanes);
+            // xla_cumsum over the block totals: blocks of 16 summed one by one...
+            for (int superblock = rank; superblock < SPAWN_SUPERBLOCKS; superblock += size) {
+                float sum = 0.0f;
+                for (int j = 0; j < 16; j++) {
+                    int b = superblock * 16 + j;
+                    sum += w->running[popcount32(w->allowed_bits[b])];
+                    w->block_prefix[b] = sum;
+                }
+            }
+            __syncwarp(lanes);
+            // ... their totals' prefix summed one by one (at most 16 of them) ...
+            if (rank == 0) {
+                float sum = 0.0f;
+                for (int superblock = 0; superblock < SPAWN_SUPERBLOCKS; superblock++) {
+                    sum += w->block_prefix[superblock * 16 + 15];
+                    w->superblock_prefix[superblock] = sum;
+                }
+            }
+            __syncwarp(lanes);
+            // ... and added to every block after the first 16.
+            for (int b = 16 + rank; b < SPAWN_BLOCKS; b += size) w->block_prefix[b] += w->superblock_prefix[b / 16 - 1];
+            __syncwarp(lanes);
+            if (lane == leader) chosen = spawn_search(w->cell_roll, w->allowed_bits, w->running, w->block_prefix);
+        }
+        __syncwarp(lanes);  // the scratch is the next choice's
+    }
+    return chosen;
+}
+#endif
 
 // The spawn of one mob class: the chance was drawn already; the slot's type is set even when
 // nothing spawns (as in the reference, where it can retype a live mob on the boss floor).
@@ -359,7 +471,11 @@ CRAFTAX_FN int choose_spawn_cell(float cell_roll, GameState* s, int area) {
 CRAFTAX_FN void spawn_mob(GameState* s, int32_t (*position)[2], float* health, uint8_t* mask, uint8_t* type_id, int count,
                           int mob_class, int type, int spawning, float cell_roll, int area) {
     int slot = first_free_slot(mask, count);
+#ifdef __CUDA_ARCH__
+    int cell = choose_spawn_cell_in_warp(craftax_stepping_lanes(), spawning, cell_roll, s, area);
+#else
     int cell = spawning ? choose_spawn_cell(cell_roll, s, area) : -1;
+#endif
     if (cell >= 0) {
         position[slot][0] = cell / MAP_SIZE;
         position[slot][1] = cell % MAP_SIZE;

@@ -11,6 +11,9 @@
 //     int  c_step(Env*)    apply actions; write rewards, terminals, truncations; 1 when it ended
 //     optional VEC_PREPARE_BATCH / c_prepare(Env*, int count): called with count 1, each thread
 //         preparing its own env just before stepping it
+//     optional VEC_GPU_WARP_RESET / c_reset_warp(Env*, int resetting): replaces c_reset in the
+//         reset kernel, called by every lane of a warp in which some env resets, each lane saying
+//         whether its own does (for a game whose lanes share the work of a reset)
 //     optional VEC_GPU_STEPPING_LANES(unsigned lanes): run by every lane of a warp before any of
 //         them steps, with the mask of the lanes that will (for a game whose lanes cooperate
 //         inside c_step; all of those lanes then reach the same cooperative calls)
@@ -154,20 +157,33 @@ __global__ void __launch_bounds__(VEC_GPU_BLOCK, VEC_GPU_STEP_BLOCKS_PER_SM) vec
 }
 
 // Resets the envs whose episode ended; with scratch, each thread lends its buffer in turn to the
-// envs i, i + reset_threads, ...
+// envs i, i + reset_threads, ... With VEC_GPU_WARP_RESET every lane of a warp whose envs are due a
+// reset calls c_reset_warp: reset_threads and env counts are whole warps, so whole warps are here.
 __global__ void vec_gpu_reset_kernel(VecGpu vec) {
     int thread = blockIdx.x * blockDim.x + threadIdx.x;
     if (thread >= vec.reset_threads) return;
     for (int i = thread; i < vec.num_envs; i += vec.reset_threads) {
-        if (!vec.ended[i]) continue;
+        int resetting = vec.ended[i];
+#ifdef VEC_GPU_WARP_RESET
+        if (__ballot_sync(0xFFFFFFFFu, resetting) == 0) continue;
+#else
+        if (!resetting) continue;
+#endif
         Env* env = &vec.envs[i];
 #ifdef VEC_GPU_RESET_SCRATCH
-        env->reset_scratch = vec.reset_scratch == NULL
-                                 ? NULL
-                                 : (VEC_GPU_RESET_SCRATCH*)((char*)vec.reset_scratch +
-                                                            (size_t)thread * vec.reset_scratch_bytes);
+        if (resetting) {
+            env->reset_scratch = vec.reset_scratch == NULL
+                                     ? NULL
+                                     : (VEC_GPU_RESET_SCRATCH*)((char*)vec.reset_scratch +
+                                                                (size_t)thread * vec.reset_scratch_bytes);
+        }
 #endif
+#ifdef VEC_GPU_WARP_RESET
+        c_reset_warp(env, resetting);
+#else
         c_reset(env);
+#endif
+        if (!resetting) continue;
 #ifdef VEC_GPU_RESET_SCRATCH
         env->reset_scratch = NULL;
 #endif
@@ -259,6 +275,10 @@ static cudaError_t vec_gpu_create(VecGpu** out, Env* host_envs, int num_envs, in
                                   size_t reset_scratch_bytes) {
     *out = NULL;
     if (action_dims < 1 || action_dims > VEC_GPU_MAX_ACTION_DIMS) return cudaErrorInvalidValue;
+#if defined(VEC_GPU_WARP_RESET) || defined(VEC_GPU_STEPPING_LANES)
+    // The warp hooks run every lane of a warp: whole warps of envs and of reset threads.
+    if (num_envs % VEC_GPU_WARP != 0 || reset_scratch_buffers % VEC_GPU_WARP != 0) return cudaErrorInvalidValue;
+#endif
     VecGpu* vec = (VecGpu*)calloc(1, sizeof(VecGpu));
     vec->num_envs = num_envs;
     vec->agents_per_env = agents_per_env;

@@ -132,36 +132,34 @@ static void generate_reset_pool(GameState* pool, int first, int last, int pool_s
     free(scratch);
 }
 
-// Copies a reset pool world. On the device the lanes of a warp that reset together copy each
-// one's world in turn, side by side, so that a warp's loads and stores cover consecutive 16-byte
-// vectors, with eight loads in flight per lane before their stores: one thread copying 148 KB
-// alone, or a warp waiting on each load in turn, holds up the whole reset kernel for milliseconds.
-CRAFTAX_FN void copy_game_state(GameState* dst, const GameState* src) {
-#ifdef __CUDA_ARCH__
+#ifdef __CUDACC__
+// Copies reset pool worlds on the device, called by all 32 lanes of a warp: src is the lane's
+// world, or NULL for a lane that has none to copy. The whole warp copies each lane's world in
+// turn, so that its loads and stores cover consecutive 16-byte vectors with eight loads in flight
+// per lane before their stores: the one or two lanes of a warp that reset in a step, copying
+// 148 KB alone, held up the whole reset kernel for most of a millisecond.
+__device__ static void copy_game_states_in_warp(GameState* dst, const GameState* src) {
     CRAFTAX_STATIC_ASSERT(sizeof(GameState) % sizeof(uint4) == 0, "GameState is whole 16-byte vectors");
-    enum { VECTORS = sizeof(GameState) / sizeof(uint4), IN_FLIGHT = 8 };
-    unsigned active = __activemask();
-    unsigned lane = threadIdx.x % 32;
-    unsigned rank = __popc(active & ((1u << lane) - 1u)), count = __popc(active);
-    for (unsigned pending = active; pending != 0; pending &= pending - 1u) {
+    enum { VECTORS = sizeof(GameState) / sizeof(uint4), IN_FLIGHT = 8, LANES = 32 };
+    const unsigned warp = 0xFFFFFFFFu;
+    unsigned lane = threadIdx.x % LANES;
+    for (unsigned pending = __ballot_sync(warp, src != NULL); pending != 0; pending &= pending - 1u) {
         int owner = __ffs(pending) - 1;
-        uint4* to = (uint4*)__shfl_sync(active, (unsigned long long)dst, owner);
-        const uint4* from = (const uint4*)__shfl_sync(active, (unsigned long long)src, owner);
-        unsigned k = rank;
-        for (; k + (IN_FLIGHT - 1) * count < VECTORS; k += IN_FLIGHT * count) {
+        uint4* to = (uint4*)__shfl_sync(warp, (unsigned long long)dst, owner);
+        const uint4* from = (const uint4*)__shfl_sync(warp, (unsigned long long)src, owner);
+        unsigned k = lane;
+        for (; k + (IN_FLIGHT - 1) * LANES < VECTORS; k += IN_FLIGHT * LANES) {
             uint4 batch[IN_FLIGHT];
 #pragma unroll
-            for (int u = 0; u < IN_FLIGHT; u++) batch[u] = from[k + u * count];
+            for (int u = 0; u < IN_FLIGHT; u++) batch[u] = from[k + u * LANES];
 #pragma unroll
-            for (int u = 0; u < IN_FLIGHT; u++) to[k + u * count] = batch[u];
+            for (int u = 0; u < IN_FLIGHT; u++) to[k + u * LANES] = batch[u];
         }
-        for (; k < VECTORS; k += count) to[k] = from[k];
+        for (; k < VECTORS; k += LANES) to[k] = from[k];
     }
-    __syncwarp(active);
-#else
-    memcpy(dst, src, sizeof(GameState));
-#endif
+    __syncwarp(warp);
 }
+#endif
 
 // A full observation is 33 KB, mostly zeros, and a thousand envs' observations do not fit in
 // the caches: written in place, each line is read from memory before it is written (a write
@@ -188,33 +186,65 @@ CRAFTAX_FN void write_env_observation(Craftax* env, int in_step) {
     }
 }
 
-CRAFTAX_FN void c_reset(Craftax* env) {
-    Key reset_key;
+// c_reset's key: the one the ending step left, or the start of the key chain from the seed.
+CRAFTAX_FN Key start_reset(Craftax* env) {
     env->played_action = -1;
     if (env->has_reset_key) {
-        reset_key = env->step_reset_key;
         env->has_reset_key = 0;
-    } else {
-        Key root = key_from_seed(env->rng);
-        env->key = key_split_at(root, 0);
-        reset_key = key_split_at(root, 1);
+        return env->step_reset_key;
     }
-    if (env->reset_pool_size > 0) {
-        uint32_t j = random_bits_at(reset_key, 0) % (uint32_t)env->reset_pool_size;
-        copy_game_state(env->state, &env->reset_pool[j]);
-    } else {
-        // reset(reset_key) generates its world from split(reset_key)[1].
+    Key root = key_from_seed(env->rng);
+    env->key = key_split_at(root, 0);
+    return key_split_at(root, 1);
+}
+
+CRAFTAX_FN const GameState* reset_pool_world(const Craftax* env, Key reset_key) {
+    uint32_t j = random_bits_at(reset_key, 0) % (uint32_t)env->reset_pool_size;
+    return &env->reset_pool[j];
+}
+
+CRAFTAX_FN void generate_reset_world(Craftax* env, Key reset_key) {
+    // reset(reset_key) generates its world from split(reset_key)[1].
 #ifdef __CUDA_ARCH__
-        generate_world(key_split_at(reset_key, 1), env->state, env->reset_scratch);
+    generate_world(key_split_at(reset_key, 1), env->state, env->reset_scratch);
 #else
-        WorldgenScratch* scratch = (WorldgenScratch*)malloc(sizeof(WorldgenScratch));
-        generate_world(key_split_at(reset_key, 1), env->state, scratch);
-        free(scratch);
+    WorldgenScratch* scratch = (WorldgenScratch*)malloc(sizeof(WorldgenScratch));
+    generate_world(key_split_at(reset_key, 1), env->state, scratch);
+    free(scratch);
 #endif
-    }
+}
+
+CRAFTAX_FN void finish_reset(Craftax* env) {
     env->deepest_floor = 0;
     write_env_observation(env, 0);
 }
+
+CRAFTAX_FN void c_reset(Craftax* env) {
+    Key reset_key = start_reset(env);
+    if (env->reset_pool_size > 0) {
+        memcpy(env->state, reset_pool_world(env, reset_key), sizeof(GameState));
+    } else {
+        generate_reset_world(env, reset_key);
+    }
+    finish_reset(env);
+}
+
+#ifdef __CUDACC__
+// The device vecenv's VEC_GPU_WARP_RESET: c_reset made by all 32 lanes of a warp together, so that
+// every lane helps copy the pool worlds of the few that reset.
+__device__ static void c_reset_warp(Craftax* env, int resetting) {
+    Key reset_key = {{0, 0}};
+    const GameState* pool_world = NULL;
+    if (resetting) {
+        reset_key = start_reset(env);
+        if (env->reset_pool_size > 0) pool_world = reset_pool_world(env, reset_key);
+    }
+    copy_game_states_in_warp(env->state, pool_world);
+    if (!resetting) return;
+    if (pool_world == NULL) generate_reset_world(env, reset_key);
+    finish_reset(env);
+}
+#endif
 
 CRAFTAX_FN void log_episode(Craftax* env) {
     const GameState* s = env->state;

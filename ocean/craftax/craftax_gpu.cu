@@ -12,6 +12,7 @@
 // (BENCHMARKS.md).
 #define VEC_GPU_STEP_BLOCKS_PER_SM 4
 #define VEC_GPU_STEPPING_LANES(lanes) craftax_set_stepping_lanes(lanes)
+#define VEC_GPU_WARP_RESET
 #include "vecenv_gpu.cuh"
 static_assert(VEC_GPU_BLOCK == 32 * CRAFTAX_WARPS_PER_BLOCK, "mobs.h's spawn scratch is per warp of a step block");
 

@@ -20,10 +20,37 @@ TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--np
 QUIET = ["--train.device", "cpu", "--train.dashboard", "plain", "--train.print-interval", "1000"]
 
 
+LAUNCHED = []  # every launcher and hand-started rank of the running test
+
+
+@pytest.fixture(autouse=True)
+def no_rank_outlives_its_test():
+    """Whatever a test's outcome (a timeout included), the processes it started and their
+    children are killed when it ends, so none holds cores or ports for the tests after it."""
+    yield
+    while LAUNCHED:
+        process = LAUNCHED.pop()
+        try:
+            tree = [psutil.Process(process.pid), *psutil.Process(process.pid).children(recursive=True)]
+        except psutil.NoSuchProcess:
+            tree = []
+        for member in tree:
+            try:
+                member.kill()
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(tree, timeout=10)
+        process.wait(timeout=10)
+
+
+def launch(command, env):
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    LAUNCHED.append(process)
+    return process
+
+
 def torchrun(*args, launcher=TORCHRUN, env=None):
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", **(env or {})}
-    return subprocess.Popen([*launcher, *args], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+    return launch([*launcher, *args], {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", **(env or {})})
 
 
 def free_port():
@@ -165,12 +192,9 @@ def launch_by_hand(ranks, port, *flags):
     """Processes started the way a launcher other than torchrun would: each with the variables
     given for it in ``ranks`` ({"RANK": ..., "WORLD_SIZE": ...}); their outputs."""
     processes = [
-        subprocess.Popen(
-            [sys.executable, "-m", "pufferlib.cli", "train", "puffer_squared", "--vec.num-envs", "8", *QUIET, *flags],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            env={**os.environ, "OMP_NUM_THREADS": "1", "LOCAL_RANK": variables["RANK"], "MASTER_ADDR": "127.0.0.1",
-                 "MASTER_PORT": str(port), **variables},
-        )
+        launch([sys.executable, "-m", "pufferlib.cli", "train", "puffer_squared", "--vec.num-envs", "8", *QUIET, *flags],
+               {**os.environ, "OMP_NUM_THREADS": "1", "LOCAL_RANK": variables["RANK"], "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": str(port), **variables})
         for variables in ranks
     ]
     return [(process.communicate(timeout=90)[0], process.returncode) for process in processes]

@@ -136,8 +136,8 @@ static void generate_reset_pool(GameState* pool, int first, int last, int pool_s
 // Copies reset pool worlds on the device, called by all 32 lanes of a warp: src is the lane's
 // world, or NULL for a lane that has none to copy. The whole warp copies each lane's world in
 // turn, so that its loads and stores cover consecutive 16-byte vectors with eight loads in flight
-// per lane before their stores: the one or two lanes of a warp that reset in a step, copying
-// 148 KB alone, held up the whole reset kernel for most of a millisecond.
+// per lane before their stores: otherwise the one or two lanes of a warp that reset in a step
+// would copy 148 KB alone, holding up the whole reset kernel.
 __device__ static void copy_game_states_in_warp(GameState* dst, const GameState* src) {
     CRAFTAX_STATIC_ASSERT(sizeof(GameState) % sizeof(uint4) == 0, "GameState is whole 16-byte vectors");
     enum { VECTORS = sizeof(GameState) / sizeof(uint4), IN_FLIGHT = 8, LANES = 32 };

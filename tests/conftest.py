@@ -23,6 +23,13 @@ def pytest_configure(config):
         config.addinivalue_line("markers", f"{name}: {description}")
 
 
+def pytest_collection_modifyitems(config, items):
+    """The JAX reference's tests run last. Importing JAX starts threads, and a process forked
+    from a threaded one (the Multiprocessing backend's workers) can deadlock on a lock one of
+    those threads held."""
+    items.sort(key=lambda item: item.get_closest_marker("reference") is not None)
+
+
 def unavailable(reason):
     """Skips the test; under CI (CI=true), where .ci/run provisions everything, fails it instead."""
     if os.environ.get("CI") == "true":

@@ -31,7 +31,8 @@ def no_rank_outlives_its_test():
     while LAUNCHED:
         process = LAUNCHED.pop()
         try:
-            tree = [psutil.Process(process.pid), *psutil.Process(process.pid).children(recursive=True)]
+            launcher = psutil.Process(process.pid)
+            tree = [launcher, *launcher.children(recursive=True)]
         except psutil.NoSuchProcess:
             tree = []
         for member in tree:

@@ -239,6 +239,35 @@ def test_puffer_surface_render_and_close(torch):
         env.gpu_step(env.actions)
 
 
+@pytest.mark.gpu
+def test_compact_policy_kernel_expands_as_its_tensor_code_does(torch):
+    """CraftaxCompact's CUDA expansion (the library's kernel) against its tensor code, bit for bit,
+    in float32 and under bf16 autocast, eager and inside a compiled graph."""
+    from ocean.craftax.policy import CraftaxCompact
+
+    env = gpu.CraftaxCompactGPU(1024, reset_pool_size=32)
+    policy = CraftaxCompact(env, hidden_size=16).to(env.device)
+    assert policy.kernel_expansion
+    env.gpu_reset(3)
+    generator = torch.Generator(device=env.device).manual_seed(3)
+    batches = []
+    for _ in range(40):
+        env.actions.random_(0, craftax.NUM_ACTIONS, generator=generator)
+        env.gpu_step(env.actions)
+        batches.append(env.observations.clone())
+    compact = torch.cat(batches)
+    compiled = torch.compile(policy.expand, fullgraph=True, dynamic=False)
+    for dtype in (torch.float32, torch.bfloat16):
+        expected = policy.expand_with_tensors(compact, dtype)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
+            for expand in (policy.expand, compiled):
+                full = expand(compact)
+                assert full.dtype == dtype and torch.equal(full, expected)
+    with pytest.raises(ValueError, match="uint8 CUDA tensor"):
+        gpu.expand_observations(compact.cpu(), torch.float32)
+    env.close()
+
+
 @pytest.mark.parametrize("seed", [0, 11])
 def test_full_observation_expands_from_compact_bitwise(seed):
     """The GPU env's full observations are its compact ones expanded (full_observation_from_compact)."""

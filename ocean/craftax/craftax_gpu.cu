@@ -4,6 +4,8 @@
 // the caller's stream: no torch headers, cudart linked statically.
 //
 // Every entry point returns a cudaError_t (0 on success); craftax_gpu_error_string names it.
+#include <cuda_bf16.h>
+
 #include "craftax.h"
 #define Env Craftax
 // The step kernel capped at 128 registers (4 blocks of 128 threads per multiprocessor): the build
@@ -77,23 +79,39 @@ typedef struct {
 #define FULL_OBS_VECTORS (OBS_SIZE / 4)
 CRAFTAX_STATIC_ASSERT(OBS_SIZE % 4 == 0, "a full observation is whole float4s");
 
-__global__ void full_observation_kernel(const uint8_t* compact, float4* full, int num_envs) {
+__device__ static inline void store_full_vector(float4* full, long vector, float4 values) { full[vector] = values; }
+
+// bfloat16, rounded to nearest even as torch's conversion rounds: four values in one 8-byte store.
+__device__ static inline void store_full_vector(uint2* full, long vector, float4 values) {
+    __nv_bfloat162 low = __floats2bfloat162_rn(values.x, values.y), high = __floats2bfloat162_rn(values.z, values.w);
+    full[vector] = make_uint2(*(unsigned*)&low, *(unsigned*)&high);
+}
+
+// rows compact observations into full ones, four floats per thread: Vector is float4 (float32) or
+// uint2 (four bfloat16).
+template <typename Vector>
+__global__ void full_observation_kernel(const uint8_t* compact, Vector* full, long rows) {
     long vector = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (vector >= (long)num_envs * FULL_OBS_VECTORS) return;
-    long env = vector / FULL_OBS_VECTORS;
-    int k = (int)(vector - env * FULL_OBS_VECTORS) * 4;
-    const uint8_t* source = compact + env * COMPACT_OBS_BYTES;
-    full[vector] = make_float4(full_observation_from_compact(source, k), full_observation_from_compact(source, k + 1),
-                               full_observation_from_compact(source, k + 2), full_observation_from_compact(source, k + 3));
+    if (vector >= rows * FULL_OBS_VECTORS) return;
+    long row = vector / FULL_OBS_VECTORS;
+    int k = (int)(vector - row * FULL_OBS_VECTORS) * 4;
+    const uint8_t* source = compact + row * COMPACT_OBS_BYTES;
+    store_full_vector(full, vector,
+                      make_float4(full_observation_from_compact(source, k), full_observation_from_compact(source, k + 1),
+                                  full_observation_from_compact(source, k + 2), full_observation_from_compact(source, k + 3)));
+}
+
+template <typename Vector>
+static cudaError_t launch_full_observations(const uint8_t* compact, Vector* full, long rows, cudaStream_t stream) {
+    long vectors = rows * FULL_OBS_VECTORS;
+    int threads = 256;
+    full_observation_kernel<Vector><<<(unsigned)((vectors + threads - 1) / threads), threads, 0, stream>>>(compact, full, rows);
+    return cudaGetLastError();
 }
 
 static cudaError_t expand_observations(CraftaxGpu* env, cudaStream_t stream) {
     if (env->compact_observations == NULL) return cudaSuccess;
-    long vectors = (long)env->num_envs * FULL_OBS_VECTORS;
-    int threads = 256;
-    full_observation_kernel<<<(unsigned)((vectors + threads - 1) / threads), threads, 0, stream>>>(
-        env->compact_observations, (float4*)env->full_observations, env->num_envs);
-    return cudaGetLastError();
+    return launch_full_observations(env->compact_observations, (float4*)env->full_observations, env->num_envs, stream);
 }
 
 static void destroy(CraftaxGpu* env) {
@@ -210,6 +228,16 @@ void craftax_gpu_destroy(void* handle) {
     cudaSetDevice(env->device);
     cudaDeviceSynchronize();
     destroy(env);
+}
+
+// The compact policy's input (ocean/craftax/policy.py): rows compact observations at compact
+// (device memory) expanded into full ones at full, float32, or bfloat16 when bfloat16 is nonzero,
+// on the caller's stream. Any rows >= 0; nothing synchronizes.
+int craftax_gpu_expand(const void* compact, void* full, long rows, int bfloat16, void* stream) {
+    if (rows < 0) return cudaErrorInvalidValue;
+    if (rows == 0) return cudaSuccess;
+    if (bfloat16) return launch_full_observations((const uint8_t*)compact, (uint2*)full, rows, (cudaStream_t)stream);
+    return launch_full_observations((const uint8_t*)compact, (float4*)full, rows, (cudaStream_t)stream);
 }
 
 }  // extern "C"

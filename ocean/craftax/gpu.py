@@ -59,7 +59,8 @@ def load_library():
     lib.craftax_gpu_read_state.argtypes = [c_void_p, c_int, c_void_p, c_void_p]
     lib.craftax_gpu_destroy.argtypes = [c_void_p]
     lib.craftax_gpu_destroy.restype = None
-    for function in ("reset", "step", "sync_logs", "read_state", "create"):
+    lib.craftax_gpu_expand.argtypes = [c_void_p, c_void_p, ctypes.c_long, c_int, c_void_p]
+    for function in ("reset", "step", "sync_logs", "read_state", "create", "expand"):
         getattr(lib, f"craftax_gpu_{function}").restype = c_int
     layout = {
         "game state bytes": (lib.craftax_gpu_state_bytes(), binding.STATE_BYTES),
@@ -75,6 +76,31 @@ def load_library():
             )
     _library = lib
     return lib
+
+
+def expand_observations(compact, dtype):
+    """Full observations from compact ones on the GPU, bit for bit what the CPU env would have
+    written (rounded to bfloat16 when ``dtype`` is): a contiguous [rows, 996] uint8 CUDA tensor ->
+    a new [rows, 8,268] tensor of ``dtype`` (float32 or bfloat16), computed on the current stream."""
+    import torch
+
+    if dtype not in (torch.float32, torch.bfloat16):
+        raise ValueError(f"expand_observations: dtype must be float32 or bfloat16, got {dtype}")
+    if not compact.is_cuda or compact.dtype != torch.uint8 or compact.dim() != 2 or compact.shape[1] != COMPACT_OBS_BYTES:
+        raise ValueError(
+            f"expand_observations: needs a [rows, {COMPACT_OBS_BYTES}] uint8 CUDA tensor, got "
+            f"{list(compact.shape)} {compact.dtype} on {compact.device}"
+        )
+    compact = compact.contiguous()
+    full = torch.empty(compact.shape[0], OBS_SIZE, dtype=dtype, device=compact.device)
+    with torch.cuda.device(compact.device):
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        status = load_library().craftax_gpu_expand(
+            compact.data_ptr(), full.data_ptr(), compact.shape[0], int(dtype == torch.bfloat16), stream
+        )
+    if status != 0:
+        raise RuntimeError(f"expand_observations: {load_library().craftax_gpu_error_string(status).decode()}")
+    return full
 
 
 def import_torch_cuda(name, device):

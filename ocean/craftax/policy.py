@@ -6,9 +6,22 @@ import gymnasium
 import numpy as np
 import torch
 
+from ocean.craftax import gpu
 from ocean.craftax.binding import LAYOUT
 from pufferlib.exceptions import APIUsageError
 from pufferlib.models import Default
+
+
+@torch.library.custom_op("puffer_craftax::expand", mutates_args=(), device_types="cuda")
+def expand_with_kernel(compact: torch.Tensor, bfloat16: bool) -> torch.Tensor:
+    """The expansion by the CUDA library's kernel: an op of its own, so that torch.compile keeps it
+    whole inside a compiled graph and CUDA graphs capture its launch."""
+    return gpu.expand_observations(compact, torch.bfloat16 if bfloat16 else torch.float32)
+
+
+@expand_with_kernel.register_fake
+def _(compact, bfloat16):
+    return compact.new_empty((compact.shape[0], LAYOUT["obs_size"]), dtype=torch.bfloat16 if bfloat16 else torch.float32)
 
 
 class CraftaxCompact(Default):
@@ -46,18 +59,25 @@ class CraftaxCompact(Default):
         self.register_buffer("channel_mask", torch.tensor(channel_mask, dtype=torch.uint8), persistent=False)
         self.register_buffer("channel_value", torch.tensor(channel_value, dtype=torch.uint8), persistent=False)
         self.register_buffer("ignores_light", ~torch.tensor(needs_light), persistent=False)
+        self.kernel_expansion = gpu.LIBRARY_PATH.exists()
 
     def expand(self, compact):
         """[B, 996] uint8 -> [B, 8,268] float32, bit for bit the full observation. Under autocast it
         is written in the autocast type instead, as the first layer would round it anyway: the
-        expansion is the largest write of the update, and this halves it."""
+        expansion is the largest write of the update, and this halves it. CUDA batches expand in
+        the GPU env's library's kernel when the library is built, and with tensor code otherwise."""
+        device = compact.device.type
+        dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else torch.float32
+        if compact.is_cuda and dtype in (torch.float32, torch.bfloat16) and self.kernel_expansion:
+            return expand_with_kernel(compact.contiguous(), dtype == torch.bfloat16)
+        return self.expand_with_tensors(compact, dtype)
+
+    def expand_with_tensors(self, compact, dtype):
         batch = compact.shape[0]
         cells = compact[:, : self.view_cells * self.cell_bytes].reshape(batch, self.view_cells, self.cell_bytes)
         lit = cells[..., self.light_byte : self.light_byte + 1] == 1
         channels = ((cells[..., self.channel_byte] & self.channel_mask) == self.channel_value) & (lit | self.ignores_light)
         scalars = compact[:, self.view_cells * self.cell_bytes :].contiguous().view(torch.float32)
-        device = compact.device.type
-        dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else torch.float32
         return torch.cat([channels.reshape(batch, -1).to(dtype), scalars.to(dtype)], dim=1)
 
     def encode_observations(self, observations):

@@ -1,0 +1,117 @@
+"""The update's two largest custom kernels against the tensor code they replace, on one GPU.
+
+Usage: python scripts/bench_gpu_kernels.py [--rows 8192,32768] [--segments 256] [--horizon 128]
+           [--hidden 256] [--advantage-rows 8192]
+
+1. CraftaxCompact's expansion of compact observations into full ones, bf16 as under autocast:
+   the tensor code compiled by torch.compile (``expand_with_tensors``) against the GPU env
+   library's kernel (``gpu.expand_observations``), at each --rows.
+2. The linear recurrence of MinGRU, forward and backward, bf16 inputs: the log-depth scan compiled
+   by torch.compile against the in-order Triton scan (``pufferlib.scan_cuda``), on one MinGRU
+   layer's minibatch ([segments, horizon, hidden]) and on the advantage kernel's shape
+   ([advantage-rows, horizon, 1]).
+
+Each figure is the mean of 30 calls after 3 warm-up calls, timed with CUDA events, the better of
+two rounds in which the pair alternates.
+"""
+
+import argparse
+
+import torch
+
+from ocean.craftax import COMPACT_OBS_BYTES, NUM_ACTIONS, gpu
+from ocean.craftax.policy import CraftaxCompact
+from pufferlib import scan_cuda
+
+
+def milliseconds(call, repeats=30):
+    for _ in range(3):
+        call()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    start.record()
+    for _ in range(repeats):
+        call()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / repeats
+
+
+def log_depth_scan(a, b, h0):
+    steps, offset = a.shape[1], 1
+    while offset < steps:
+        b = torch.cat([b[:, :offset], a[:, offset:] * b[:, :-offset] + b[:, offset:]], dim=1)
+        a = torch.cat([a[:, :offset], a[:, offset:] * a[:, :-offset]], dim=1)
+        offset *= 2
+    return a * h0.unsqueeze(1) + b
+
+
+def policy_and_observations(rows):
+    """CraftaxCompact, and rows observations of a GPU env after 50 random steps (mobs, items and
+    darkness in view)."""
+    env = gpu.CraftaxCompactGPU(rows, reset_pool_size=256)
+    policy = CraftaxCompact(env, hidden_size=16).to(env.device)
+    env.gpu_reset(0)
+    generator = torch.Generator(device=env.device).manual_seed(0)
+    for _ in range(50):
+        env.actions.random_(0, NUM_ACTIONS, generator=generator)
+        env.gpu_step(env.actions)
+    observations = env.observations.clone()
+    env.close()
+    return policy, observations
+
+
+def alternate(calls):
+    """{name: the best of two alternating timings}."""
+    times = {name: [] for name in calls}
+    for _ in range(2):
+        for name, call in calls.items():
+            times[name].append(milliseconds(call))
+    return {name: min(values) for name, values in times.items()}
+
+
+def bench_expansion(rows):
+    policy, compact = policy_and_observations(rows)
+    tensors = torch.compile(lambda x: policy.expand_with_tensors(x, torch.bfloat16), dynamic=False)
+    best = alternate({"tensors": lambda: tensors(compact), "kernel": lambda: gpu.expand_observations(compact, torch.bfloat16)})
+    return best["tensors"], best["kernel"]
+
+
+def bench_scan(shape):
+    a = torch.rand(shape, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    b = torch.randn(shape, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    h0 = torch.randn(shape[0], shape[2], device="cuda", requires_grad=True)
+    grad = torch.randn(shape, device="cuda")
+    log_depth = torch.compile(log_depth_scan, dynamic=False)
+    best = alternate({
+        "log-depth": lambda: torch.autograd.grad(log_depth(a, b, h0), [a, b, h0], grad),
+        "in-order": lambda: torch.autograd.grad(scan_cuda.linear_scan(a, b, h0), [a, b, h0], grad),
+    })
+    return best["log-depth"], best["in-order"]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", default="8192,32768")
+    parser.add_argument("--segments", type=int, default=256)
+    parser.add_argument("--horizon", type=int, default=128)
+    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--advantage-rows", type=int, default=8192, help="segments of the whole batch")
+    args = parser.parse_args()
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}")
+
+    print("| expansion, bf16 | rows | tensor code (compiled) | kernel | ratio |")
+    print("|---|---:|---:|---:|---:|")
+    for rows in [int(r) for r in args.rows.split(",")]:
+        slow, fast = bench_expansion(rows)
+        print(f"| {COMPACT_OBS_BYTES} bytes -> 8,268 | {rows:,} | {slow:.3f} ms | {fast:.3f} ms | {slow / fast:.1f}x |")
+
+    print("\n| scan, forward + backward | shape | log-depth (compiled) | in-order | ratio |")
+    print("|---|---|---:|---:|---:|")
+    for shape in [(args.segments, args.horizon, args.hidden), (args.advantage_rows, args.horizon, 1)]:
+        slow, fast = bench_scan(shape)
+        print(f"| a_t h_t-1 + b_t | {list(shape)} | {slow:.3f} ms | {fast:.3f} ms | {slow / fast:.1f}x |")
+
+
+if __name__ == "__main__":
+    main()

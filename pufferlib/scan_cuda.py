@@ -66,8 +66,9 @@ def scan(a: torch.Tensor, b: torch.Tensor, h0: torch.Tensor | None) -> torch.Ten
     """a, b: contiguous [N, T, H] of one dtype; h0: contiguous [N, H] or None. Returns h, [N, T, H]
     of the dtype of a, b and h0 promoted."""
     out = torch.empty(a.shape, dtype=_out_dtype(a, h0), device=a.device)
+    start = h0 if h0 is not None else a  # without h0 the kernel does not read it
     with torch.cuda.device_of(a):  # the tensors' GPU, which Triton launches on
-        _scan_forward[_grid(a)](a, b, h0 if h0 is not None else a, out, a.shape[1], a.shape[2],
+        _scan_forward[_grid(a)](a, b, start, out, a.shape[1], a.shape[2],
                                 HAS_H0=h0 is not None, BLOCK=BLOCK, STAGES=STAGES, num_warps=1)
     return out
 
@@ -82,9 +83,11 @@ def scan_backward(a: torch.Tensor, h: torch.Tensor, h0: torch.Tensor | None, gra
     grad = grad.contiguous()
     grad_a, grad_b = torch.empty_like(a), torch.empty_like(a)
     grad_h0 = torch.empty_like(h0) if h0 is not None else a.new_empty(0)
+    # Without h0 the kernel touches neither h0 nor its gradient: any tensor stands in for them.
+    start, start_grad = (h0, grad_h0) if h0 is not None else (a, grad_a)
     with torch.cuda.device_of(a):  # the tensors' GPU, which Triton launches on
-        _scan_backward[_grid(a)](a, h, h0 if h0 is not None else a, grad, grad_a, grad_b, grad_h0,
-                                 a.shape[1], a.shape[2], HAS_H0=h0 is not None, BLOCK=BLOCK, STAGES=STAGES, num_warps=1)
+        _scan_backward[_grid(a)](a, h, start, grad, grad_a, grad_b, start_grad, a.shape[1], a.shape[2],
+                                 HAS_H0=h0 is not None, BLOCK=BLOCK, STAGES=STAGES, num_warps=1)
     return [grad_a, grad_b, grad_h0]
 
 

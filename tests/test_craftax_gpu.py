@@ -243,11 +243,11 @@ def test_puffer_surface_render_and_close(torch):
 def test_compact_policy_kernel_expands_as_its_tensor_code_does(torch):
     """CraftaxCompact's CUDA expansion (the library's kernel) against its tensor code, bit for bit,
     in float32 and under bf16 autocast, eager and inside a compiled graph."""
-    from ocean.craftax.policy import CraftaxCompact
+    from ocean.craftax.policy import CraftaxCompact, kernel_expands_on
 
     env = gpu.CraftaxCompactGPU(1024, reset_pool_size=32)
     policy = CraftaxCompact(env, hidden_size=16).to(env.device)
-    assert policy.kernel_expansion
+    assert kernel_expands_on(env.device.index)
     env.gpu_reset(3)
     generator = torch.Generator(device=env.device).manual_seed(3)
     batches = []

@@ -240,4 +240,11 @@ int craftax_gpu_expand(const void* compact, void* full, long rows, int bfloat16,
     return launch_full_observations((const uint8_t*)compact, (float4*)full, rows, (cudaStream_t)stream);
 }
 
+// 0 when this library has code for the current device (cudaSetDevice), else the CUDA error: a
+// GPU of an architecture the library was not compiled for has none (PUFFER_CUDA_ARCH).
+int craftax_gpu_runs_here(void) {
+    cudaFuncAttributes attributes;
+    return cudaFuncGetAttributes(&attributes, full_observation_kernel<uint2>);
+}
+
 }  // extern "C"

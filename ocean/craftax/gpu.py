@@ -60,7 +60,7 @@ def load_library():
     lib.craftax_gpu_destroy.argtypes = [c_void_p]
     lib.craftax_gpu_destroy.restype = None
     lib.craftax_gpu_expand.argtypes = [c_void_p, c_void_p, ctypes.c_long, c_int, c_void_p]
-    for function in ("reset", "step", "sync_logs", "read_state", "create", "expand"):
+    for function in ("reset", "step", "sync_logs", "read_state", "create", "expand", "runs_here"):
         getattr(lib, f"craftax_gpu_{function}").restype = c_int
     layout = {
         "game state bytes": (lib.craftax_gpu_state_bytes(), binding.STATE_BYTES),
@@ -76,6 +76,18 @@ def load_library():
             )
     _library = lib
     return lib
+
+
+def library_runs_on(device):
+    """Whether the CUDA library is built and has code for the GPU ``device`` (a torch.device or
+    index): a GPU of an architecture it was not compiled for has none (PUFFER_CUDA_ARCH)."""
+    import torch
+
+    if not LIBRARY_PATH.exists():
+        return False
+    library = load_library()
+    with torch.cuda.device(device):
+        return library.craftax_gpu_runs_here() == 0
 
 
 def expand_observations(compact, dtype):

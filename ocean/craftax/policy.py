@@ -24,6 +24,18 @@ def _(compact, bfloat16):
     return compact.new_empty((compact.shape[0], LAYOUT["obs_size"]), dtype=torch.bfloat16 if bfloat16 else torch.float32)
 
 
+_KERNEL_EXPANDS = {}  # GPU index -> whether the library has code for that GPU
+
+
+@torch.compiler.assume_constant_result
+def kernel_expands_on(device_index: int) -> bool:
+    """Whether CUDA batches on this GPU expand with the library's kernel: asked of the library once
+    per GPU, and a constant to torch.compile."""
+    if device_index not in _KERNEL_EXPANDS:
+        _KERNEL_EXPANDS[device_index] = gpu.library_runs_on(device_index)
+    return _KERNEL_EXPANDS[device_index]
+
+
 class CraftaxCompact(Default):
     """The Default MLP for ``puffer_craftax_compact``: each batch of 996-byte compact observations is
     expanded, on the policy's device, into exactly the 8,268 floats of the full observation (layout
@@ -59,16 +71,16 @@ class CraftaxCompact(Default):
         self.register_buffer("channel_mask", torch.tensor(channel_mask, dtype=torch.uint8), persistent=False)
         self.register_buffer("channel_value", torch.tensor(channel_value, dtype=torch.uint8), persistent=False)
         self.register_buffer("ignores_light", ~torch.tensor(needs_light), persistent=False)
-        self.kernel_expansion = gpu.LIBRARY_PATH.exists()
 
     def expand(self, compact):
         """[B, 996] uint8 -> [B, 8,268] float32, bit for bit the full observation. Under autocast it
         is written in the autocast type instead, as the first layer would round it anyway: the
         expansion is the largest write of the update, and this halves it. CUDA batches expand in
-        the GPU env's library's kernel when the library is built, and with tensor code otherwise."""
+        the GPU env's library's kernel when the library is built for their GPU, and with tensor
+        code otherwise."""
         device = compact.device.type
         dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else torch.float32
-        if compact.is_cuda and dtype in (torch.float32, torch.bfloat16) and self.kernel_expansion:
+        if compact.is_cuda and dtype in (torch.float32, torch.bfloat16) and kernel_expands_on(compact.device.index):
             return expand_with_kernel(compact.contiguous(), dtype == torch.bfloat16)
         return self.expand_with_tensors(compact, dtype)
 

@@ -149,21 +149,30 @@ def test_compact_observation_holds_the_same_information(seed):
 def test_compact_policy_sees_the_full_observation():
     torch = pytest.importorskip("torch")
     from ocean.craftax.policy import CraftaxCompact
+    from pufferlib.models import Default
 
     full = ocean.make("puffer_craftax", num_envs=8, reset_pool_size=4)
     compact = ocean.make("puffer_craftax_compact", num_envs=8, reset_pool_size=4)
+    torch.manual_seed(0)
     policy = CraftaxCompact(compact, hidden_size=16)
+    torch.manual_seed(0)
+    full_policy = Default(full, hidden_size=16)
+    padded_weight = policy.embedding.weight
+    assert torch.equal(padded_weight[:, :8268], full_policy.embedding.weight) and not padded_weight[:, 8268:].any()
     full_obs, _ = full.reset(5)
     compact_obs, _ = compact.reset(5)
     rng = np.random.default_rng(0)
     for _ in range(60):
         expanded = policy.expand(torch.from_numpy(compact_obs))
-        assert torch.equal(expanded.view(torch.int32), torch.from_numpy(full_obs).view(torch.int32))
+        assert expanded.shape == (8, 8272) and not expanded[:, 8268:].any()
+        assert torch.equal(expanded[:, :8268].contiguous().view(torch.int32), torch.from_numpy(full_obs).view(torch.int32))
         actions = rng.integers(0, 43, 8, dtype=np.int32)
         full_obs = full.step(actions)[0]
         compact_obs = compact.step(actions)[0]
     logits, values, _ = policy.forward_eval(torch.from_numpy(compact_obs), ())
     assert logits.shape == (8, 43) and values.shape == (8,)
+    full_logits, full_values, _ = full_policy.forward_eval(torch.from_numpy(full_obs), ())
+    assert torch.allclose(logits, full_logits, atol=1e-5) and torch.allclose(values, full_values, atol=1e-5)
     with pytest.raises(APIUsageError, match="996 uint8"):
         CraftaxCompact(full)
 

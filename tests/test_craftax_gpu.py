@@ -265,6 +265,8 @@ def test_compact_policy_kernel_expands_as_its_tensor_code_does(torch):
                 assert full.dtype == dtype and torch.equal(full, expected)
     with pytest.raises(ValueError, match="uint8 CUDA tensor"):
         gpu.expand_observations(compact.cpu(), torch.float32)
+    with pytest.raises(ValueError, match="multiple of 4"):
+        gpu.expand_observations(compact, torch.float32, policy.input_size - 2)
     env.close()
 
 

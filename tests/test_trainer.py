@@ -692,6 +692,30 @@ def test_segment_buffer_keeps_the_state_each_segment_started_from():
     assert buffer.observations[..., 0].tolist() == [[0, 1], [100, 101], [2, 3], [102, 103]]
 
 
+@pytest.mark.parametrize("obs_shape", [(2, 4), (5,)], ids=["whole-words", "odd-bytes"])
+def test_byte_observations_are_stored_as_they_came(obs_shape):
+    """Byte observations of whole 32-bit words are written as words; odd sizes, non-contiguous and
+    unaligned tensors take the plain write. Each stores exactly the bytes it was given."""
+    space = gymnasium.spaces.Box(0, 255, obs_shape, np.uint8)
+    buffer = pufferl.SegmentBuffer(2, 4, 2, space, gymnasium.spaces.Discrete(2), (), "cpu")
+    sent = torch.from_numpy(np.random.default_rng(0).integers(0, 256, (4, 2, *obs_shape), dtype=np.uint8))
+    padded = torch.cat([torch.zeros(1, dtype=torch.uint8), sent[3].flatten()])
+    given = [
+        sent[0],
+        sent[1].transpose(0, 1).contiguous().transpose(0, 1),  # not contiguous
+        sent[2],
+        padded[1:].view(sent[3].shape),  # storage offset 1: not word-aligned
+    ]
+    zeros = torch.zeros(2)
+    for step, obs in enumerate(given):
+        args = (obs, zeros.bool(), zeros.bool(), zeros.long(), zeros, zeros, zeros, ())
+        if step % 2:
+            buffer.write_at(torch.tensor([0, 1]), torch.tensor(step), False, *args)
+        else:
+            buffer.write_rows(0, step, *args)
+    assert torch.equal(buffer.observations, sent.transpose(0, 1))
+
+
 def test_async_pool_backend_fills_the_batch():
     config = config_for(
         "puffer_squared", "--vec.backend", "Serial", "--vec.num-envs", "8", "--vec.num-workers", "4",

@@ -4,6 +4,9 @@
 // the caller's stream: no torch headers, cudart linked statically.
 //
 // Every entry point returns a cudaError_t (0 on success); craftax_gpu_error_string names it.
+#include <climits>
+#include <cstdint>
+
 #include <cuda_bf16.h>
 
 #include "craftax.h"
@@ -76,42 +79,58 @@ typedef struct {
     int device;
 } CraftaxGpu;
 
-#define FULL_OBS_VECTORS (OBS_SIZE / 4)
-CRAFTAX_STATIC_ASSERT(OBS_SIZE % 4 == 0, "a full observation is whole float4s");
+// Full observations are written four values at a time; a row may be wider than OBS_SIZE (the
+// compact policy pads its input so that rows, and the first layer's weight, are 16-byte aligned
+// for the GEMM), and the columns past OBS_SIZE are zeros.
+#define VALUES_PER_VECTOR 4
+#define EXPAND_THREADS 128
+CRAFTAX_STATIC_ASSERT(OBS_SIZE % VALUES_PER_VECTOR == 0, "a full observation is whole vectors");
+CRAFTAX_STATIC_ASSERT(COMPACT_OBS_BYTES % 4 == 0, "a compact observation is whole 32-bit words");
 
-__device__ static inline void store_full_vector(float4* full, long vector, float4 values) { full[vector] = values; }
+__device__ static inline void store_full_vector(float4* full, int vector, float4 values) { full[vector] = values; }
 
 // bfloat16, rounded to nearest even as torch's conversion rounds: four values in one 8-byte store.
-__device__ static inline void store_full_vector(uint2* full, long vector, float4 values) {
+__device__ static inline void store_full_vector(uint2* full, int vector, float4 values) {
     __nv_bfloat162 low = __floats2bfloat162_rn(values.x, values.y), high = __floats2bfloat162_rn(values.z, values.w);
     full[vector] = make_uint2(*(unsigned*)&low, *(unsigned*)&high);
 }
 
-// rows compact observations into full ones, four floats per thread: Vector is float4 (float32) or
-// uint2 (four bfloat16).
+__device__ static inline float full_or_padding(const uint8_t* compact, int k) {
+    return k < OBS_SIZE ? full_observation_from_compact(compact, k) : 0.0f;
+}
+
+// One block per row: the row's compact bytes are read from global memory once, into shared
+// memory, and every value of the row is computed from there. Vector is float4 (float32) or uint2
+// (four bfloat16); a row is row_vectors of them.
 template <typename Vector>
-__global__ void full_observation_kernel(const uint8_t* compact, Vector* full, long rows) {
-    long vector = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (vector >= rows * FULL_OBS_VECTORS) return;
-    long row = vector / FULL_OBS_VECTORS;
-    int k = (int)(vector - row * FULL_OBS_VECTORS) * 4;
-    const uint8_t* source = compact + row * COMPACT_OBS_BYTES;
-    store_full_vector(full, vector,
-                      make_float4(full_observation_from_compact(source, k), full_observation_from_compact(source, k + 1),
-                                  full_observation_from_compact(source, k + 2), full_observation_from_compact(source, k + 3)));
+__global__ void full_observation_kernel(const uint8_t* compact, Vector* full, int row_vectors) {
+    __shared__ uint32_t row_words[COMPACT_OBS_BYTES / 4];
+    const uint32_t* source = (const uint32_t*)(compact + (size_t)blockIdx.x * COMPACT_OBS_BYTES);
+    for (int word = threadIdx.x; word < COMPACT_OBS_BYTES / 4; word += blockDim.x) row_words[word] = source[word];
+    __syncthreads();
+    const uint8_t* row_bytes = (const uint8_t*)row_words;
+    Vector* row = full + (size_t)blockIdx.x * row_vectors;
+    for (int vector = threadIdx.x; vector < row_vectors; vector += blockDim.x) {
+        int k = vector * VALUES_PER_VECTOR;
+        store_full_vector(row, vector,
+                          make_float4(full_or_padding(row_bytes, k), full_or_padding(row_bytes, k + 1),
+                                      full_or_padding(row_bytes, k + 2), full_or_padding(row_bytes, k + 3)));
+    }
 }
 
 template <typename Vector>
-static cudaError_t launch_full_observations(const uint8_t* compact, Vector* full, long rows, cudaStream_t stream) {
-    long vectors = rows * FULL_OBS_VECTORS;
-    int threads = 256;
-    full_observation_kernel<Vector><<<(unsigned)((vectors + threads - 1) / threads), threads, 0, stream>>>(compact, full, rows);
+static cudaError_t launch_full_observations(const uint8_t* compact, Vector* full, long rows, int columns,
+                                            cudaStream_t stream) {
+    if (rows > INT_MAX) return cudaErrorInvalidValue;
+    full_observation_kernel<Vector><<<(unsigned)rows, EXPAND_THREADS, 0, stream>>>(compact, full,
+                                                                                  columns / VALUES_PER_VECTOR);
     return cudaGetLastError();
 }
 
 static cudaError_t expand_observations(CraftaxGpu* env, cudaStream_t stream) {
     if (env->compact_observations == NULL) return cudaSuccess;
-    return launch_full_observations(env->compact_observations, (float4*)env->full_observations, env->num_envs, stream);
+    return launch_full_observations(env->compact_observations, (float4*)env->full_observations, env->num_envs, OBS_SIZE,
+                                    stream);
 }
 
 static void destroy(CraftaxGpu* env) {
@@ -231,13 +250,18 @@ void craftax_gpu_destroy(void* handle) {
 }
 
 // The compact policy's input (ocean/craftax/policy.py): rows compact observations at compact
-// (device memory) expanded into full ones at full, float32, or bfloat16 when bfloat16 is nonzero,
-// on the caller's stream. Any rows >= 0; nothing synchronizes.
-int craftax_gpu_expand(const void* compact, void* full, long rows, int bfloat16, void* stream) {
-    if (rows < 0) return cudaErrorInvalidValue;
+// (device memory, 4-byte aligned) expanded into full ones at full, rows of columns values (a
+// multiple of 4, at least OBS_SIZE; zeros past OBS_SIZE), float32, or bfloat16 when bfloat16 is
+// nonzero, on the caller's stream. Any rows >= 0; nothing synchronizes.
+int craftax_gpu_expand(const void* compact, void* full, long rows, int columns, int bfloat16, void* stream) {
+    if (rows < 0 || columns < OBS_SIZE || columns % VALUES_PER_VECTOR != 0 || (uintptr_t)compact % 4 != 0) {
+        return cudaErrorInvalidValue;
+    }
     if (rows == 0) return cudaSuccess;
-    if (bfloat16) return launch_full_observations((const uint8_t*)compact, (uint2*)full, rows, (cudaStream_t)stream);
-    return launch_full_observations((const uint8_t*)compact, (float4*)full, rows, (cudaStream_t)stream);
+    if (bfloat16) {
+        return launch_full_observations((const uint8_t*)compact, (uint2*)full, rows, columns, (cudaStream_t)stream);
+    }
+    return launch_full_observations((const uint8_t*)compact, (float4*)full, rows, columns, (cudaStream_t)stream);
 }
 
 // 0 when this library has code for the current device (cudaSetDevice), else the CUDA error: a

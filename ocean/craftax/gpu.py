@@ -59,7 +59,7 @@ def load_library():
     lib.craftax_gpu_read_state.argtypes = [c_void_p, c_int, c_void_p, c_void_p]
     lib.craftax_gpu_destroy.argtypes = [c_void_p]
     lib.craftax_gpu_destroy.restype = None
-    lib.craftax_gpu_expand.argtypes = [c_void_p, c_void_p, ctypes.c_long, c_int, c_void_p]
+    lib.craftax_gpu_expand.argtypes = [c_void_p, c_void_p, ctypes.c_long, c_int, c_int, c_void_p]
     for function in ("reset", "step", "sync_logs", "read_state", "create", "expand", "runs_here"):
         getattr(lib, f"craftax_gpu_{function}").restype = c_int
     layout = {
@@ -90,10 +90,11 @@ def library_runs_on(device):
         return library.craftax_gpu_runs_here() == 0
 
 
-def expand_observations(compact, dtype):
+def expand_observations(compact, dtype, columns=OBS_SIZE):
     """Full observations from compact ones on the GPU, bit for bit what the CPU env would have
-    written (rounded to bfloat16 when ``dtype`` is): a contiguous [rows, 996] uint8 CUDA tensor ->
-    a new [rows, 8,268] tensor of ``dtype`` (float32 or bfloat16), computed on the current stream."""
+    written (rounded to bfloat16 when ``dtype`` is): a [rows, 996] uint8 CUDA tensor -> a new
+    [rows, columns] tensor of ``dtype`` (float32 or bfloat16), computed on the current stream.
+    ``columns`` (a multiple of 4, at least 8,268) pads each row with zeros past the observation."""
     import torch
 
     if dtype not in (torch.float32, torch.bfloat16):
@@ -103,12 +104,16 @@ def expand_observations(compact, dtype):
             f"expand_observations: needs a [rows, {COMPACT_OBS_BYTES}] uint8 CUDA tensor, got "
             f"{list(compact.shape)} {compact.dtype} on {compact.device}"
         )
+    if columns < OBS_SIZE or columns % 4:
+        raise ValueError(f"expand_observations: columns must be a multiple of 4 and at least {OBS_SIZE}, got {columns}")
     compact = compact.contiguous()
-    full = torch.empty(compact.shape[0], OBS_SIZE, dtype=dtype, device=compact.device)
+    if compact.data_ptr() % 4:  # the kernel reads each row as 32-bit words
+        compact = compact.clone()
+    full = torch.empty(compact.shape[0], columns, dtype=dtype, device=compact.device)
     with torch.cuda.device(compact.device):
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
         status = load_library().craftax_gpu_expand(
-            compact.data_ptr(), full.data_ptr(), compact.shape[0], int(dtype == torch.bfloat16), stream
+            compact.data_ptr(), full.data_ptr(), compact.shape[0], columns, int(dtype == torch.bfloat16), stream
         )
     if status != 0:
         raise RuntimeError(f"expand_observations: {load_library().craftax_gpu_error_string(status).decode()}")

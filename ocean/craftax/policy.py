@@ -13,15 +13,15 @@ from pufferlib.models import Default
 
 
 @torch.library.custom_op("puffer_craftax::expand", mutates_args=(), device_types="cuda")
-def expand_with_kernel(compact: torch.Tensor, bfloat16: bool) -> torch.Tensor:
+def expand_with_kernel(compact: torch.Tensor, columns: int, bfloat16: bool) -> torch.Tensor:
     """The expansion by the CUDA library's kernel: an op of its own, so that torch.compile keeps it
     whole inside a compiled graph and CUDA graphs capture its launch."""
-    return gpu.expand_observations(compact, torch.bfloat16 if bfloat16 else torch.float32)
+    return gpu.expand_observations(compact, torch.bfloat16 if bfloat16 else torch.float32, columns)
 
 
 @expand_with_kernel.register_fake
-def _(compact, bfloat16):
-    return compact.new_empty((compact.shape[0], LAYOUT["obs_size"]), dtype=torch.bfloat16 if bfloat16 else torch.float32)
+def _(compact, columns, bfloat16):
+    return compact.new_empty((compact.shape[0], columns), dtype=torch.bfloat16 if bfloat16 else torch.float32)
 
 
 _KERNEL_EXPANDS = {}  # GPU index -> whether the library has code for that GPU
@@ -40,13 +40,16 @@ class CraftaxCompact(Default):
     """The Default MLP for ``puffer_craftax_compact``: each batch of 996-byte compact observations is
     expanded, on the policy's device, into exactly the 8,268 floats of the full observation (layout
     in docs/craftax.md), so the policy sees what one on ``puffer_craftax`` sees while rollouts store
-    and move 33x fewer bytes.
+    and move 33x fewer bytes. Four zeros follow them: rows of 8,272 values, and a first layer of
+    8,272 inputs, are 16-byte aligned, which the GPU's fastest matrix products need; without it
+    torch.compile copies every batch into a padded one.
     """
 
     view_cells, cell_bytes, scalars = LAYOUT["view_cells"], LAYOUT["cell_bytes"], LAYOUT["scalars"]
     block_types, item_types = LAYOUT["block_types"], LAYOUT["item_types"]
     mob_classes, mob_types = LAYOUT["mob_classes"], LAYOUT["mob_types"]
     full_size = LAYOUT["obs_size"]
+    input_size = -(-full_size // 8) * 8
     light_byte = 7
 
     def __init__(self, env, hidden_size=128, num_layers=1):
@@ -57,6 +60,11 @@ class CraftaxCompact(Default):
             )
         full = gymnasium.spaces.Box(0.0, 1.0, (self.full_size,), np.float32)
         super().__init__(SimpleNamespace(single_observation_space=full, single_action_space=env.single_action_space), hidden_size, num_layers)
+        # The padding's inputs are always zero, and so are their weights: the first layer starts
+        # as the full observation's policy's does from the same seed.
+        first = self.embedding
+        first.weight = torch.nn.Parameter(torch.nn.functional.pad(first.weight.detach(), (0, self.input_size - self.full_size)))
+        first.in_features = self.input_size
         # Each cell's channels in the full observation's order (blocks, items, mob bits, light),
         # as one rule: channel c is on when (byte[c] & mask[c]) == value[c] for the cell's byte
         # byte[c], and, for blocks and items, the cell is lit. One gather and one comparison make
@@ -73,15 +81,15 @@ class CraftaxCompact(Default):
         self.register_buffer("ignores_light", ~torch.tensor(needs_light), persistent=False)
 
     def expand(self, compact):
-        """[B, 996] uint8 -> [B, 8,268] float32, bit for bit the full observation. Under autocast it
-        is written in the autocast type instead, as the first layer would round it anyway: the
-        expansion is the largest write of the update, and this halves it. CUDA batches expand in
-        the GPU env's library's kernel when the library is built for their GPU, and with tensor
-        code otherwise."""
+        """[B, 996] uint8 -> [B, 8,272] float32: bit for bit the full observation, then four zeros.
+        Under autocast it is written in the autocast type instead, as the first layer would round
+        it anyway: the expansion is the largest write of the update, and this halves it. CUDA
+        batches expand in the GPU env's library's kernel when the library is built for their GPU,
+        and with tensor code otherwise."""
         device = compact.device.type
         dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else torch.float32
         if compact.is_cuda and dtype in (torch.float32, torch.bfloat16) and kernel_expands_on(compact.device.index):
-            return expand_with_kernel(compact.contiguous(), dtype == torch.bfloat16)
+            return expand_with_kernel(compact.contiguous(), self.input_size, dtype == torch.bfloat16)
         return self.expand_with_tensors(compact, dtype)
 
     def expand_with_tensors(self, compact, dtype):
@@ -90,7 +98,8 @@ class CraftaxCompact(Default):
         lit = cells[..., self.light_byte : self.light_byte + 1] == 1
         channels = ((cells[..., self.channel_byte] & self.channel_mask) == self.channel_value) & (lit | self.ignores_light)
         scalars = compact[:, self.view_cells * self.cell_bytes :].contiguous().view(torch.float32)
-        return torch.cat([channels.reshape(batch, -1).to(dtype), scalars.to(dtype)], dim=1)
+        padding = compact.new_zeros((batch, self.input_size - self.full_size), dtype=dtype)
+        return torch.cat([channels.reshape(batch, -1).to(dtype), scalars.to(dtype), padding], dim=1)
 
     def encode_observations(self, observations):
         return super().encode_observations(self.expand(observations.reshape(observations.shape[0], -1)))

@@ -278,7 +278,8 @@ class SegmentBuffer:
     def _write(self, where, obs, dones, truncations, actions, logprobs, values, rewards):
         as_words = obs.dtype == self.observations.dtype and obs.is_contiguous() and obs.storage_offset() % 4 == 0
         if self.observation_words is not None and as_words:
-            self.observation_words[where] = obs.view(len(obs), -1).view(torch.int32)
+            per_agent = 4 * self.observation_words.shape[-1]
+            self.observation_words[where] = obs.view(len(obs), per_agent).view(torch.int32)
         else:
             self.observations[where] = obs
         self.actions[where] = actions.to(self.actions.dtype)

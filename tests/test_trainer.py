@@ -714,6 +714,9 @@ def test_byte_observations_are_stored_as_they_came(obs_shape):
         else:
             buffer.write_rows(0, step, *args)
     assert torch.equal(buffer.observations, sent.transpose(0, 1))
+    none = torch.zeros(0, dtype=torch.long)  # a step in which no agent is stored
+    buffer.write_at(none, torch.tensor(0), False, sent[0][:0], none.bool(), none.bool(), none, *[none.float()] * 3, ())
+    assert torch.equal(buffer.observations, sent.transpose(0, 1))
 
 
 def test_async_pool_backend_fills_the_batch():

@@ -276,10 +276,9 @@ class SegmentBuffer:
         self._write((rows, col), obs, dones, truncations, actions, logprobs, values, rewards)
 
     def _write(self, where, obs, dones, truncations, actions, logprobs, values, rewards):
-        as_words = obs.dtype == self.observations.dtype and obs.is_contiguous() and obs.storage_offset() % 4 == 0
-        if self.observation_words is not None and as_words:
-            per_agent = 4 * self.observation_words.shape[-1]
-            self.observation_words[where] = obs.view(len(obs), per_agent).view(torch.int32)
+        words = self.observation_words
+        if words is not None and obs.dtype == self.observations.dtype and obs.is_contiguous() and obs.storage_offset() % 4 == 0:
+            words[where] = obs.view(len(obs), 4 * words.shape[-1]).view(torch.int32)
         else:
             self.observations[where] = obs
         self.actions[where] = actions.to(self.actions.dtype)

@@ -214,21 +214,25 @@ CRAFTAX_FN void write_observation(const GameState* s, float* out, int in_step) {
 }
 
 // Float k of the full observation, read off the compact one (the same information): the device
-// env writes compact observations in its step and expands them with one coalesced pass.
+// env writes compact observations in its step and expands them with one coalesced pass. Every
+// channel of a lit cell follows one rule, (cell byte & mask) == value, chosen by selects rather
+// than branches: neighbouring device threads expand different kinds of channel, and branches
+// would make each warp take every kind's path in turn.
 CRAFTAX_FN float full_observation_from_compact(const uint8_t* compact, int k) {
     if (k >= OBS_CELLS * OBS_CHANNELS) {
         float scalar;
         memcpy(&scalar, compact + COMPACT_MAP_BYTES + sizeof(float) * (k - OBS_CELLS * OBS_CHANNELS), sizeof(float));
         return scalar;
     }
+    CRAFTAX_STATIC_ASSERT(MOB_TYPES_PER_CLASS == 8, "a mob class's types are the bits of one byte");
     const uint8_t* bytes = compact + (k / OBS_CHANNELS) * COMPACT_CELL_BYTES;
     int channel = k % OBS_CHANNELS;
-    if (!bytes[COMPACT_LIGHT]) return 0.0f;
-    if (channel < CHANNEL_ITEMS) return bytes[COMPACT_BLOCK] == channel ? 1.0f : 0.0f;
-    if (channel < CHANNEL_MOBS) return bytes[COMPACT_ITEM] == channel - CHANNEL_ITEMS ? 1.0f : 0.0f;
-    if (channel < CHANNEL_LIGHT) {
-        int mob = channel - CHANNEL_MOBS;
-        return (bytes[COMPACT_MOBS + mob / MOB_TYPES_PER_CLASS] >> (mob % MOB_TYPES_PER_CLASS)) & 1 ? 1.0f : 0.0f;
-    }
-    return 1.0f;
+    int mob = channel - CHANNEL_MOBS;
+    int is_block = channel < CHANNEL_ITEMS;
+    int is_item = !is_block && channel < CHANNEL_MOBS;
+    int is_mob = channel >= CHANNEL_MOBS && channel < CHANNEL_LIGHT;
+    int byte = is_block ? COMPACT_BLOCK : is_item ? COMPACT_ITEM : is_mob ? COMPACT_MOBS + (mob >> 3) : COMPACT_LIGHT;
+    uint32_t mask = is_mob ? 1u << (mob & 7) : 0xFFu;
+    uint32_t value = is_block ? (uint32_t)channel : is_item ? (uint32_t)(channel - CHANNEL_ITEMS) : is_mob ? mask : 1u;
+    return bytes[COMPACT_LIGHT] && (bytes[byte] & mask) == value ? 1.0f : 0.0f;
 }

@@ -17,6 +17,10 @@
 //     optional VEC_GPU_STEPPING_LANES(unsigned lanes): run by every lane of a warp before any of
 //         them steps, with the mask of the lanes that will (for a game whose lanes cooperate
 //         inside c_step; all of those lanes then reach the same cooperative calls)
+//     optional VEC_GPU_OBSERVE_PARTS (a count n) / c_observe(Env*, int part): the observations are
+//         written after each step and reset by a kernel of their own, one thread per env and part
+//         (0..n-1), the parts of one observation written side by side; c_step and c_reset then
+//         leave them unwritten
 // and, for a game whose device reset needs scratch memory (world generation):
 //     #define VEC_GPU_RESET_SCRATCH Type   and a field `Type* reset_scratch` in Env, which the
 //         reset kernel points at a buffer of its own for the duration of each c_reset
@@ -191,6 +195,28 @@ __global__ void vec_gpu_reset_kernel(VecGpu vec) {
     }
 }
 
+#ifdef VEC_GPU_OBSERVE_PARTS
+__global__ void vec_gpu_observe_kernel(VecGpu vec) {
+    long thread = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (thread >= (long)vec.num_envs * VEC_GPU_OBSERVE_PARTS) return;
+    int i = (int)(thread / VEC_GPU_OBSERVE_PARTS);
+    c_observe(&vec.envs[i], (int)(thread - (long)i * VEC_GPU_OBSERVE_PARTS));
+}
+#endif
+
+// Every env's observation, after its step or reset (VEC_GPU_OBSERVE_PARTS only).
+static cudaError_t vec_gpu_observe(VecGpu* vec, cudaStream_t stream) {
+#ifdef VEC_GPU_OBSERVE_PARTS
+    long threads = (long)vec->num_envs * VEC_GPU_OBSERVE_PARTS;
+    vec_gpu_observe_kernel<<<(unsigned)((threads + VEC_GPU_BLOCK - 1) / VEC_GPU_BLOCK), VEC_GPU_BLOCK, 0, stream>>>(*vec);
+    return cudaGetLastError();
+#else
+    (void)vec;
+    (void)stream;
+    return cudaSuccess;
+#endif
+}
+
 // vec_reset's start of a run: env i seeded with seed + i, statistics and the bad-action record
 // cleared, every env due a reset.
 __global__ void vec_gpu_seed_kernel(VecGpu vec, uint64_t seed) {
@@ -326,7 +352,8 @@ static cudaError_t vec_gpu_reset(VecGpu* vec, uint64_t seed, cudaStream_t stream
     vec_gpu_seed_kernel<<<vec_gpu_blocks(vec->num_envs), VEC_GPU_BLOCK, 0, stream>>>(*vec, seed);
     VEC_GPU_CHECK(cudaGetLastError());
     vec_gpu_reset_kernel<<<vec_gpu_blocks(vec->reset_threads), VEC_GPU_BLOCK, 0, stream>>>(*vec);
-    return cudaGetLastError();
+    VEC_GPU_CHECK(cudaGetLastError());
+    return vec_gpu_observe(vec, stream);
 }
 
 // actions: device, num_envs * agents_per_env * action_dims values, int64 when actions_are_int64.
@@ -339,7 +366,8 @@ static cudaError_t vec_gpu_step(VecGpu* vec, const void* actions, int actions_ar
     }
     VEC_GPU_CHECK(cudaGetLastError());
     vec_gpu_reset_kernel<<<vec_gpu_blocks(vec->reset_threads), VEC_GPU_BLOCK, 0, stream>>>(*vec);
-    return cudaGetLastError();
+    VEC_GPU_CHECK(cudaGetLastError());
+    return vec_gpu_observe(vec, stream);
 }
 
 // Reduces and clears the statistics and the bad-action record; waits for the stream. *report

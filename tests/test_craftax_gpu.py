@@ -271,6 +271,27 @@ def test_compact_policy_kernel_expands_as_its_tensor_code_does(torch):
 
 
 @pytest.mark.parametrize("seed", [0, 11])
+def test_observation_parts_in_any_order_make_the_compact_observation(seed):
+    """The GPU env's observation kernel writes an observation's parts (view rows with their mobs,
+    then the scalars) side by side: each part writes bytes of its own and reads none of another's."""
+    world = binding.World(binding.split(np.array([0, seed], dtype=np.uint32))[1])
+    rng = np.random.default_rng(seed)
+    layout = binding.LAYOUT
+    parts = np.arange(layout["observation_parts"])
+    mobs_seen = 0
+    for step in range(300):
+        whole = world.compact_observation()
+        cells = whole[: layout["view_cells"] * layout["cell_bytes"]].reshape(layout["view_cells"], layout["cell_bytes"])
+        mobs_seen += int(cells[:, 2 : 2 + layout["mob_classes"]].any())
+        for order in (parts, parts[::-1], rng.permutation(parts)):
+            assert np.array_equal(world.compact_observation_in_parts(order.tolist()), whole), f"step {step}"
+        world.step(binding.split(np.array([1, step], dtype=np.uint32))[0], int(rng.integers(0, craftax.NUM_ACTIONS)))
+    assert mobs_seen > 30
+    with pytest.raises(ValueError, match="part 10 is not in"):
+        world.compact_observation_in_parts([10])
+
+
+@pytest.mark.parametrize("seed", [0, 11])
 def test_full_observation_expands_from_compact_bitwise(seed):
     """The GPU env's full observations are its compact ones expanded (full_observation_from_compact)."""
     world = binding.World(binding.split(np.array([0, seed], dtype=np.uint32))[1])

@@ -47,6 +47,8 @@ cdef extern from "observation.h":
     int NUM_ACTIONS
     void write_observation(const GameState* s, float* out, int in_step)
     void write_compact_observation(const GameState* s, uint8_t* out, int in_step)
+    int COMPACT_OBSERVATION_PARTS
+    void write_compact_observation_part(const GameState* s, uint8_t* out, int part, int in_step)
     float full_observation_from_compact(const uint8_t* compact, int k)
 
 cdef extern from "state_view.h":
@@ -202,6 +204,16 @@ cdef class World:
         write_compact_observation(self.state, &out[0], self.stepped)
         return out
 
+    def compact_observation_in_parts(self, parts):
+        """The compact observation written part by part, in the order given (the GPU env's
+        observation kernel writes them side by side), over bytes that start as 0xAB."""
+        cdef cnp.ndarray[cnp.uint8_t, ndim=1] out = np.full(COMPACT_OBS_BYTES, 0xAB, dtype=np.uint8)
+        for part in parts:
+            if not 0 <= part < COMPACT_OBSERVATION_PARTS:
+                raise ValueError(f"part {part} is not in [0, {COMPACT_OBSERVATION_PARTS})")
+            write_compact_observation_part(self.state, &out[0], part, self.stepped)
+        return out
+
 
 # The Ocean env: puffer_craftax (full observations) and puffer_craftax_compact.
 
@@ -296,6 +308,7 @@ LAYOUT = dict(
     obs_size=OBS_SIZE, compact_obs_bytes=COMPACT_OBS_BYTES, view_cells=OBS_CELLS, scalars=OBS_SCALARS,
     cell_bytes=COMPACT_CELL_BYTES, block_types=NUM_BLOCK_TYPES, item_types=NUM_ITEM_TYPES,
     mob_classes=NUM_MOB_CLASSES, mob_types=MOB_TYPES_PER_CLASS, actions=NUM_ACTIONS,
+    observation_parts=COMPACT_OBSERVATION_PARTS,
 )
 
 

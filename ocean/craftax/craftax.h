@@ -118,6 +118,7 @@ typedef struct {
     int has_reset_key;   // the step that ended the episode left step_reset_key for c_reset
     int deepest_floor;
     int played_action;  // the action the last step played (noop while sleeping or resting), -1 before one
+    int observation_in_step;  // CRAFTAX_OBSERVATION_KERNEL: tenth()'s in_step for c_observe
     WorldgenScratch* reset_scratch;  // device resets only: lent by the device vecenv for c_reset
 } Craftax;
 
@@ -178,13 +179,27 @@ CRAFTAX_FN void write_full_observation(const GameState* s, float* out, int in_st
     write_observation(s, out, in_step);
 }
 
+// With CRAFTAX_OBSERVATION_KERNEL (the device env) steps and resets leave the observation to
+// c_observe, the device vecenv's VEC_GPU_OBSERVE_PARTS hook: a kernel of its own writes it after
+// them, a thread per view row, which has the parallelism that one thread per env lacks.
 CRAFTAX_FN void write_env_observation(Craftax* env, int in_step) {
+#ifdef CRAFTAX_OBSERVATION_KERNEL
+    env->observation_in_step = in_step;
+#else
     if (env->compact) {
         write_compact_observation(env->state, (uint8_t*)env->observations, in_step);
     } else {
         write_full_observation(env->state, (float*)env->observations, in_step);
     }
+#endif
 }
+
+#ifdef CRAFTAX_OBSERVATION_KERNEL
+#define VEC_GPU_OBSERVE_PARTS COMPACT_OBSERVATION_PARTS
+CRAFTAX_FN void c_observe(Craftax* env, int part) {
+    write_compact_observation_part(env->state, (uint8_t*)env->observations, part, env->observation_in_step);
+}
+#endif
 
 // c_reset's key: the one the ending step left, or the start of the key chain from the seed.
 CRAFTAX_FN Key start_reset(Craftax* env) {

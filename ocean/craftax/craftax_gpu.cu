@@ -9,6 +9,8 @@
 
 #include <cuda_bf16.h>
 
+// Device envs always write compact observations, in a kernel of their own (craftax.h).
+#define CRAFTAX_OBSERVATION_KERNEL
 #include "craftax.h"
 #define Env Craftax
 // The step kernel capped at 128 registers (4 blocks of 128 threads per multiprocessor): the build

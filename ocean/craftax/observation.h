@@ -44,16 +44,18 @@ CRAFTAX_FN void store_word(uint8_t* out, uint32_t word) {
 // Its scatter writes on_screen at the mob's view position: negative view coordinates wrap (jax
 // index normalisation) and positions still outside the view are dropped, so a hidden mob can
 // clear a visible one's bit. Dark cells stay blank. Only a handful of mobs reach the view, so
-// the bits are read-modify-written in place rather than staged per cell.
+// the bits are read-modify-written in place rather than staged per cell. only_row: the view row
+// whose cells are written (a device thread writes one row), or -1 for all of them.
 CRAFTAX_FN void scatter_mob_class(uint8_t* out, const uint64_t lit[2], const GameState* s, int mob_class, int count,
-                                  const int32_t (*position)[2], const uint8_t* mask, const uint8_t* type_id) {
+                                  const int32_t (*position)[2], const uint8_t* mask, const uint8_t* type_id,
+                                  int only_row) {
     for (int m = 0; m < count; m++) {
         int lr = position[m][0] - s->player_position[0] + OBS_ROWS / 2;
         int lc = position[m][1] - s->player_position[1] + OBS_COLS / 2;
         int on_screen = lr >= 0 && lr < OBS_ROWS && lc >= 0 && lc < OBS_COLS && mask[m];
         int r = lr < 0 ? lr + OBS_ROWS : lr;
         int c = lc < 0 ? lc + OBS_COLS : lc;
-        if (r < 0 || r >= OBS_ROWS || c < 0 || c >= OBS_COLS) continue;
+        if (r < 0 || r >= OBS_ROWS || c < 0 || c >= OBS_COLS || (only_row >= 0 && r != only_row)) continue;
         int cell = r * OBS_COLS + c;
         if (!(lit[cell >> 6] >> (cell & 63) & 1)) continue;
         uint8_t bit = (uint8_t)(1u << type_id[m]);
@@ -62,13 +64,18 @@ CRAFTAX_FN void scatter_mob_class(uint8_t* out, const uint64_t lit[2], const Gam
     }
 }
 
-CRAFTAX_FN void scatter_mobs(uint8_t* out, const uint64_t lit[2], const GameState* s) {
+CRAFTAX_FN void scatter_mobs(uint8_t* out, const uint64_t lit[2], const GameState* s, int only_row) {
     int l = s->player_level;
-    scatter_mob_class(out, lit, s, 0, MAX_MELEE_MOBS, s->melee_mobs.position[l], s->melee_mobs.mask[l], s->melee_mobs.type_id[l]);
-    scatter_mob_class(out, lit, s, 1, MAX_PASSIVE_MOBS, s->passive_mobs.position[l], s->passive_mobs.mask[l], s->passive_mobs.type_id[l]);
-    scatter_mob_class(out, lit, s, 2, MAX_RANGED_MOBS, s->ranged_mobs.position[l], s->ranged_mobs.mask[l], s->ranged_mobs.type_id[l]);
-    scatter_mob_class(out, lit, s, 3, MAX_MOB_PROJECTILES, s->mob_projectiles.position[l], s->mob_projectiles.mask[l], s->mob_projectiles.type_id[l]);
-    scatter_mob_class(out, lit, s, 4, MAX_PLAYER_PROJECTILES, s->player_projectiles.position[l], s->player_projectiles.mask[l], s->player_projectiles.type_id[l]);
+    scatter_mob_class(out, lit, s, 0, MAX_MELEE_MOBS, s->melee_mobs.position[l], s->melee_mobs.mask[l],
+                      s->melee_mobs.type_id[l], only_row);
+    scatter_mob_class(out, lit, s, 1, MAX_PASSIVE_MOBS, s->passive_mobs.position[l], s->passive_mobs.mask[l],
+                      s->passive_mobs.type_id[l], only_row);
+    scatter_mob_class(out, lit, s, 2, MAX_RANGED_MOBS, s->ranged_mobs.position[l], s->ranged_mobs.mask[l],
+                      s->ranged_mobs.type_id[l], only_row);
+    scatter_mob_class(out, lit, s, 3, MAX_MOB_PROJECTILES, s->mob_projectiles.position[l], s->mob_projectiles.mask[l],
+                      s->mob_projectiles.type_id[l], only_row);
+    scatter_mob_class(out, lit, s, 4, MAX_PLAYER_PROJECTILES, s->player_projectiles.position[l],
+                      s->player_projectiles.mask[l], s->player_projectiles.type_id[l], only_row);
 }
 
 // Prefetches the map, item and light rows under the view (see CRAFTAX_PREFETCH).
@@ -144,44 +151,51 @@ CRAFTAX_FN void write_scalars(const GameState* s, float* out, int in_step) {
     out[k++] = (float)is_boss_vulnerable(s);
 }
 
-// The compact observation (COMPACT_OBS_BYTES bytes); in_step: see tenth(). A view row's map,
-// item and light values are all loaded before any of its cells is stored, so the loads are in
-// flight together (the output may alias the state as far as the compiler knows).
-CRAFTAX_FN void write_compact_observation(const GameState* s, uint8_t* out, int in_step) {
+// View row r of the compact observation, mobs aside: each cell's block and item ids and light
+// flag (ids 0 on dark cells). The row's map, item and light values are all loaded before any of
+// its cells is stored, so the loads are in flight together (the output may alias the state as
+// far as the compiler knows). Returns the row's lit cells, bit c for column c.
+CRAFTAX_FN uint32_t write_compact_view_row(const GameState* s, uint8_t* out, int r) {
     int l = s->player_level;
     const uint8_t* map = &s->map[l][0][0];
     const uint8_t* items = &s->item_map[l][0][0];
     const float* light = &s->light_map[l][0][0];
-    int top = s->player_position[0] - OBS_ROWS / 2, left = s->player_position[1] - OBS_COLS / 2;
-    uint64_t lit[2] = {0, 0};
-    for (int r = 0; r < OBS_ROWS; r++) {
-        int wr = top + r;
-        int row_inside = wr >= 0 && wr < MAP_SIZE;
-        uint32_t ids[OBS_COLS];  // block and item id, bytes 0 and 1 of the cell
-        uint32_t row_lit = 0;
+    int wr = s->player_position[0] - OBS_ROWS / 2 + r, left = s->player_position[1] - OBS_COLS / 2;
+    int row_inside = wr >= 0 && wr < MAP_SIZE;
+    uint32_t ids[OBS_COLS];  // block and item id, bytes 0 and 1 of the cell
+    uint32_t row_lit = 0;
 #ifdef __CUDA_ARCH__
 #pragma unroll
 #endif
-        for (int c = 0; c < OBS_COLS; c++) {
-            int wc = left + c;
-            int inside = row_inside && wc >= 0 && wc < MAP_SIZE;
-            int index = inside ? wr * MAP_SIZE + wc : 0;  // outside the map: no block, item or light
-            int is_lit = inside && light[index] > 0.05f;
-            ids[c] = is_lit ? (uint32_t)map[index] | (uint32_t)items[index] << 8 : 0u;
-            row_lit |= (uint32_t)is_lit << c;
-        }
-#ifdef __CUDA_ARCH__
-#pragma unroll
-#endif
-        for (int c = 0; c < OBS_COLS; c++) {
-            int cell = r * OBS_COLS + c;
-            uint32_t is_lit = row_lit >> c & 1;
-            lit[cell >> 6] |= (uint64_t)is_lit << (cell & 63);
-            store_word(out + cell * COMPACT_CELL_BYTES, ids[c]);
-            store_word(out + cell * COMPACT_CELL_BYTES + 4, is_lit << 8 * (COMPACT_LIGHT - 4));
-        }
+    for (int c = 0; c < OBS_COLS; c++) {
+        int wc = left + c;
+        int inside = row_inside && wc >= 0 && wc < MAP_SIZE;
+        int index = inside ? wr * MAP_SIZE + wc : 0;  // outside the map: no block, item or light
+        int is_lit = inside && light[index] > 0.05f;
+        ids[c] = is_lit ? (uint32_t)map[index] | (uint32_t)items[index] << 8 : 0u;
+        row_lit |= (uint32_t)is_lit << c;
     }
-    scatter_mobs(out, lit, s);
+#ifdef __CUDA_ARCH__
+#pragma unroll
+#endif
+    for (int c = 0; c < OBS_COLS; c++) {
+        int cell = r * OBS_COLS + c;
+        store_word(out + cell * COMPACT_CELL_BYTES, ids[c]);
+        store_word(out + cell * COMPACT_CELL_BYTES + 4, (row_lit >> c & 1) << 8 * (COMPACT_LIGHT - 4));
+    }
+    return row_lit;
+}
+
+// Marks view row r's lit cells (write_compact_view_row's bits) in the view's cell bitset.
+CRAFTAX_FN void mark_lit_row(uint64_t lit[2], int r, uint32_t row_lit) {
+    for (int c = 0; c < OBS_COLS; c++) {
+        int cell = r * OBS_COLS + c;
+        lit[cell >> 6] |= (uint64_t)(row_lit >> c & 1) << (cell & 63);
+    }
+}
+
+// The 51 scalars after the compact view, as little-endian float32 words.
+CRAFTAX_FN void write_compact_scalars(const GameState* s, uint8_t* out, int in_step) {
     float scalars[OBS_SCALARS];
     write_scalars(s, scalars, in_step);
     for (int k = 0; k < OBS_SCALARS; k++) {
@@ -189,6 +203,28 @@ CRAFTAX_FN void write_compact_observation(const GameState* s, uint8_t* out, int 
         memcpy(&bits, &scalars[k], sizeof(bits));
         store_word(out + COMPACT_MAP_BYTES + 4 * k, bits);
     }
+}
+
+// The compact observation (COMPACT_OBS_BYTES bytes); in_step: see tenth().
+CRAFTAX_FN void write_compact_observation(const GameState* s, uint8_t* out, int in_step) {
+    uint64_t lit[2] = {0, 0};
+    for (int r = 0; r < OBS_ROWS; r++) mark_lit_row(lit, r, write_compact_view_row(s, out, r));
+    scatter_mobs(out, lit, s, -1);
+    write_compact_scalars(s, out, in_step);
+}
+
+// The compact observation in parts that threads of their own can write side by side: part r <
+// OBS_ROWS is view row r with the mobs on it, part OBS_ROWS the scalars. Together they write
+// what write_compact_observation does.
+#define COMPACT_OBSERVATION_PARTS (OBS_ROWS + 1)
+CRAFTAX_FN void write_compact_observation_part(const GameState* s, uint8_t* out, int part, int in_step) {
+    if (part == OBS_ROWS) {
+        write_compact_scalars(s, out, in_step);
+        return;
+    }
+    uint64_t lit[2] = {0, 0};
+    mark_lit_row(lit, part, write_compact_view_row(s, out, part));
+    scatter_mobs(out, lit, s, part);
 }
 
 // The full 8,268-float observation (in_step: see tenth()): the compact one's cells as one-hot

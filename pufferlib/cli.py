@@ -38,11 +38,13 @@ from pufferlib.config import (
     apply_config_file,
     apply_flags,
     canonical_env_name,
+    config_file_path,
     env_config_files,
     flag_descriptions,
     format_flags,
     load_config,
     read_ini,
+    recipe_files,
 )
 from pufferlib.dashboard import Dashboard, MetricsLog, epoch_metrics, human
 from pufferlib.distributed import make_world
@@ -542,17 +544,18 @@ options:
 
 Every key of pufferlib/configs/default.ini and of the env's .ini is a flag: --train.learning-rate 0.01,
 --env.size 11, --vec.num-envs 512. `puffer train ENV --help` lists them with the env's values.
---config FILE overlays an .ini on the env's config (a sweep's best.ini, say) before the flags."""
+--config FILE overlays an .ini on the env's config (a sweep's best.ini, say) before the flags;
+--config NAME, one of the recipes the env ships beside its .ini (puffer_craftax_compact: gpu)."""
 
 # Each command's own options: (flag, what it takes).
 COMMAND_OPTIONS = {
     "train": [("--resume [latest|RUN]", "continue a run from its checkpoint, with its own settings (flags given now still apply)"),
               ("--load-model-path latest|RUN|FILE", "start a new run from these weights"),
-              ("--config FILE", "overlay an .ini (a sweep's best.ini, say) on the env's config before the flags")],
+              ("--config FILE|RECIPE", "overlay an .ini (a sweep's best.ini, say, or a recipe the env ships) on the env's config before the flags")],
     "eval": [("--load-model-path latest|RUN|FILE", "the policy to play (default: latest, the env's newest run)")],
-    "bench": [("--config FILE", "overlay an .ini on the env's config before the flags")],
+    "bench": [("--config FILE|RECIPE", "overlay an .ini (or a recipe the env ships) on the env's config before the flags")],
     "sweep": [("--resume [latest|SWEEP]", "continue a sweep"),
-              ("--config FILE", "overlay an .ini on the env's config before the flags")],
+              ("--config FILE|RECIPE", "overlay an .ini (or a recipe the env ships) on the env's config before the flags")],
     "watch": [("--load-model-path latest|RUN|FILE", "the policy to play (default: the newest run's best, else its last)"),
               ("--port N", "the localhost port to serve on (default 8000; 0 takes any free one)"),
               ("--metric NAME", "the metrics.jsonl column the live curve draws (default: env/score)")],
@@ -586,6 +589,9 @@ def command_help(command, env_name, config):
              f"{COMMAND_SUMMARIES[command]}.", "", "options:"]
     width = max(len(flag) for flag, _ in COMMAND_OPTIONS[command] + [("-h, --help", "")])
     lines += [f"  {flag:<{width}}  {what}" for flag, what in [("-h, --help", "this help")] + COMMAND_OPTIONS[command]]
+    recipes = recipe_files(env_name) if env_name else {}
+    if recipes and any(flag.startswith("--config") for flag, _ in COMMAND_OPTIONS[command]):
+        lines += ["", f"recipes (--config NAME): {', '.join(recipes)}, in {next(iter(recipes.values())).parent}"]
     values = f"{env_name}'s values" if env_name else f"the default values (an env's .ini changes some: puffer {command} ENV --help)"
     lines += ["", f"flags, with {values}:"]
     lines.append(format_flags(config, flag_descriptions(env_name), allowed=command_uses(command)))
@@ -657,7 +663,7 @@ def main(argv=None):
         args, flags = parser.parse_known_args(rest)
         config = load_config(env_name)
         if getattr(args, "config", None):
-            apply_config_file(config, args.config)
+            apply_config_file(config, config_file_path(env_name, args.config))
         if args.help:
             print(command_help(command, env_name, config))
             return 0

@@ -137,6 +137,26 @@ def load_config(env_name):
     return config
 
 
+def recipe_files(env_name):
+    """{name: path} of the recipes shipped beside an env's .ini: .ini files there that serve no env
+    (no [base] env_name), each a set of values to lay on the env's config, ``--config NAME``."""
+    path = env_config_files().get(env_name)
+    if path is None:
+        return {}
+    return {other.stem: other for other in sorted(path.parent.glob("*.ini")) if not read_ini(other).get("base", {}).get("env_name")}
+
+
+def config_file_path(env_name, given):
+    """--config's argument as a file: a path, or the name of one of the env's recipes."""
+    if Path(given).is_file():
+        return Path(given)
+    recipes = recipe_files(env_name)
+    if given in recipes:
+        return recipes[given]
+    shipped = f"its recipes: {', '.join(recipes)}" if recipes else "it ships no recipes"
+    raise ConfigError(f"--config {given}: no such file, and not a recipe of {env_name} ({shipped})")
+
+
 def apply_config_file(config, path):
     """Overlays an .ini (a `puffer sweep` result, or a search space for one) on a config key by
     key; its sections and keys must exist, as for flags, except the section.key names in [sweep]

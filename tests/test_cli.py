@@ -17,7 +17,7 @@ import ocean
 import pufferlib
 from pufferlib import assemble, cli, pufferl
 from pufferlib.checkpoint import run_dirs
-from pufferlib.config import apply_flags, load_config
+from pufferlib.config import apply_config_file, apply_flags, config_file_path, env_config_files, load_config
 from pufferlib.dashboard import Dashboard, abbreviate
 from pufferlib.exceptions import APIUsageError, ParameterError, did_you_mean
 
@@ -289,3 +289,23 @@ def test_craftax_seeds_render_and_close():
             use()
     assert CraftaxCompact.memory_per_env() < Craftax.memory_per_env()
     assert CraftaxCompact.memory_per_env() == binding.STATE_BYTES + binding.LAYOUT["compact_obs_bytes"]
+
+
+def test_an_env_ships_recipes_that_config_takes_by_name(capsys):
+    recipe = config_file_path("puffer_craftax_compact", "gpu")
+    assert recipe.parent == Path(ocean.__file__).parent / "craftax"
+    assert recipe not in env_config_files().values()  # a recipe serves no env of its own
+    # The recipe is the command BENCHMARKS.md's learning record ran.
+    recorded = apply_flags(load_config("puffer_craftax_compact"), [
+        "--vec.device", "cuda", "--train.device", "cuda", "--vec.num-envs", "8192", "--base.rnn", "mingru",
+        "--rnn.hidden-size", "256", "--rnn.num-layers", "3", "--policy.hidden-size", "256",
+        "--train.optimizer", "muon", "--train.learning-rate", "0.003", "--train.horizon", "128",
+        "--train.minibatch-size", "32768", "--train.gamma", "0.995", "--train.gae-lambda", "0.9",
+    ])
+    assert apply_config_file(load_config("puffer_craftax_compact"), recipe) == recorded
+    assert cli.main(["train", "craftax_compact", "--help"]) == 0
+    assert "recipes (--config NAME): gpu" in capsys.readouterr().out
+    assert cli.main(["train", "craftax_compact", "--config", "gpus"]) == 2
+    assert "--config gpus: no such file, and not a recipe of puffer_craftax_compact (its recipes: gpu)" in capsys.readouterr().err
+    assert cli.main(["train", "squared", "--config", "gpu"]) == 2
+    assert "not a recipe of puffer_squared (it ships no recipes)" in capsys.readouterr().err

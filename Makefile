@@ -32,7 +32,7 @@ train: build
 	$(BIN)/puffer train puffer_squared
 
 test: build
-	$(BIN)/python -m pytest -q -rs
+	$(BIN)/python -m pytest -q -rs --durations=15
 
 # The inner loop: everything but learning runs, image builds, Ray clusters, the JAX reference
 # and GPU tests (tests/conftest.py lists the markers).

@@ -85,7 +85,7 @@ typedef struct {
 // compact policy pads its input so that rows, and the first layer's weight, are 16-byte aligned
 // for the GEMM), and the columns past OBS_SIZE are zeros.
 #define VALUES_PER_VECTOR 4
-#define EXPAND_THREADS 128
+#define EXPAND_THREADS 256
 CRAFTAX_STATIC_ASSERT(OBS_SIZE % VALUES_PER_VECTOR == 0, "a full observation is whole vectors");
 CRAFTAX_STATIC_ASSERT(COMPACT_OBS_BYTES % 4 == 0, "a compact observation is whole 32-bit words");
 
@@ -97,26 +97,40 @@ __device__ static inline void store_full_vector(uint2* full, int vector, float4 
     full[vector] = make_uint2(*(unsigned*)&low, *(unsigned*)&high);
 }
 
-__device__ static inline float full_or_padding(const uint8_t* compact, int k) {
-    return k < OBS_SIZE ? full_observation_from_compact(compact, k) : 0.0f;
+// Float k of a row (k at most its padded width): channel bits, scalars, then the padding's zeros.
+__device__ static inline float full_or_padding(const uint8_t* compact, const uint32_t* channel_words, int k) {
+    if (k < CHANNEL_VALUES) return (float)(channel_words[k >> 5] >> (k & 31) & 1);
+    return k < OBS_SIZE ? observation_scalar(compact, k - CHANNEL_VALUES) : 0.0f;
 }
 
 // One block per row: the row's compact bytes are read from global memory once, into shared
-// memory, and every value of the row is computed from there. Vector is float4 (float32) or uint2
-// (four bfloat16); a row is row_vectors of them.
+// memory; its channel words are computed there, a word per thread; then each vector of the row is
+// written from them. Vector is float4 (float32) or uint2 (four bfloat16); a row is row_vectors of
+// them. The four values of a vector of channels are four bits of one word.
 template <typename Vector>
 __global__ void full_observation_kernel(const uint8_t* compact, Vector* full, int row_vectors) {
     __shared__ uint32_t row_words[COMPACT_OBS_BYTES / 4];
+    __shared__ uint32_t channel_words[CHANNEL_WORDS];
     const uint32_t* source = (const uint32_t*)(compact + (size_t)blockIdx.x * COMPACT_OBS_BYTES);
     for (int word = threadIdx.x; word < COMPACT_OBS_BYTES / 4; word += blockDim.x) row_words[word] = source[word];
     __syncthreads();
     const uint8_t* row_bytes = (const uint8_t*)row_words;
+    for (int word = threadIdx.x; word < CHANNEL_WORDS; word += blockDim.x) {
+        channel_words[word] = channel_word(row_bytes, word);
+    }
+    __syncthreads();
     Vector* row = full + (size_t)blockIdx.x * row_vectors;
     for (int vector = threadIdx.x; vector < row_vectors; vector += blockDim.x) {
         int k = vector * VALUES_PER_VECTOR;
-        store_full_vector(row, vector,
-                          make_float4(full_or_padding(row_bytes, k), full_or_padding(row_bytes, k + 1),
-                                      full_or_padding(row_bytes, k + 2), full_or_padding(row_bytes, k + 3)));
+        float4 values;
+        if (k + VALUES_PER_VECTOR <= CHANNEL_VALUES) {
+            uint32_t bits = channel_words[k >> 5] >> (k & 31);
+            values = make_float4((float)(bits & 1), (float)(bits >> 1 & 1), (float)(bits >> 2 & 1), (float)(bits >> 3 & 1));
+        } else {
+            values = make_float4(full_or_padding(row_bytes, channel_words, k), full_or_padding(row_bytes, channel_words, k + 1),
+                                 full_or_padding(row_bytes, channel_words, k + 2), full_or_padding(row_bytes, channel_words, k + 3));
+        }
+        store_full_vector(row, vector, values);
     }
 }
 

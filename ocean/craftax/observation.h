@@ -249,26 +249,61 @@ CRAFTAX_FN void write_observation(const GameState* s, float* out, int in_step) {
     memcpy(out + OBS_CELLS * OBS_CHANNELS, compact + COMPACT_MAP_BYTES, sizeof(float) * OBS_SCALARS);
 }
 
-// Float k of the full observation, read off the compact one (the same information): the device
-// env writes compact observations in its step and expands them with one coalesced pass. Every
-// channel of a lit cell follows one rule, (cell byte & mask) == value, chosen by selects rather
-// than branches: neighbouring device threads expand different kinds of channel, and branches
-// would make each warp take every kind's path in turn.
-CRAFTAX_FN float full_observation_from_compact(const uint8_t* compact, int k) {
-    if (k >= OBS_CELLS * OBS_CHANNELS) {
-        float scalar;
-        memcpy(&scalar, compact + COMPACT_MAP_BYTES + sizeof(float) * (k - OBS_CELLS * OBS_CHANNELS), sizeof(float));
-        return scalar;
-    }
+// The full observation's channels read off the compact observation (the same information), for
+// the device env, which writes compact observations in its step and expands them in one coalesced
+// pass. The channels' 0/1 values are the bits of CHANNEL_WORDS 32-bit words, float k being bit
+// k % 32 of word k / 32: the expansion computes a row's words once and then writes each float
+// with a shift and a mask.
+#define CHANNEL_VALUES (OBS_CELLS * OBS_CHANNELS)
+#define CHANNEL_WORDS ((CHANNEL_VALUES + 31) / 32)
+
+// Eight bits into a cell's channel bits at channel position (they may straddle two words).
+CRAFTAX_FN void or_channel_bits(uint32_t bits[4], int position, uint32_t byte) {
+    uint64_t shifted = (uint64_t)byte << (position & 31);
+    bits[position >> 5] |= (uint32_t)shifted;
+    bits[(position >> 5) + 1] |= (uint32_t)(shifted >> 32);
+}
+
+// One cell's OBS_CHANNELS channels as bits (channel c is bit c % 32 of bits[c / 32]): its block,
+// its item, its mobs (each class's byte holds that class's types as bits) and the light channel,
+// or none at all when the cell is dark. bits[3] is spare room for or_channel_bits.
+CRAFTAX_FN void cell_channel_bits(const uint8_t* cell, uint32_t bits[4]) {
     CRAFTAX_STATIC_ASSERT(MOB_TYPES_PER_CLASS == 8, "a mob class's types are the bits of one byte");
-    const uint8_t* bytes = compact + (k / OBS_CHANNELS) * COMPACT_CELL_BYTES;
-    int channel = k % OBS_CHANNELS;
-    int mob = channel - CHANNEL_MOBS;
-    int is_block = channel < CHANNEL_ITEMS;
-    int is_item = !is_block && channel < CHANNEL_MOBS;
-    int is_mob = channel >= CHANNEL_MOBS && channel < CHANNEL_LIGHT;
-    int byte = is_block ? COMPACT_BLOCK : is_item ? COMPACT_ITEM : is_mob ? COMPACT_MOBS + (mob >> 3) : COMPACT_LIGHT;
-    uint32_t mask = is_mob ? 1u << (mob & 7) : 0xFFu;
-    uint32_t value = is_block ? (uint32_t)channel : is_item ? (uint32_t)(channel - CHANNEL_ITEMS) : is_mob ? mask : 1u;
-    return bytes[COMPACT_LIGHT] && (bytes[byte] & mask) == value ? 1.0f : 0.0f;
+    CRAFTAX_STATIC_ASSERT(OBS_CHANNELS <= 96, "a cell's channels fit three words");
+    bits[0] = bits[1] = bits[2] = bits[3] = 0;
+    if (!cell[COMPACT_LIGHT]) return;
+    or_channel_bits(bits, cell[COMPACT_BLOCK], 1);
+    or_channel_bits(bits, CHANNEL_ITEMS + cell[COMPACT_ITEM], 1);
+    for (int k = 0; k < NUM_MOB_CLASSES; k++) {
+        or_channel_bits(bits, CHANNEL_MOBS + k * MOB_TYPES_PER_CLASS, cell[COMPACT_MOBS + k]);
+    }
+    or_channel_bits(bits, CHANNEL_LIGHT, 1);
+}
+
+// Word w of the channel bits: from the cell that bit 32 w falls in and, where the word runs past
+// that cell's last channel, from the next cell (a cell's 83 channels outnumber a word's bits).
+CRAFTAX_FN uint32_t channel_word(const uint8_t* compact, int w) {
+    int cell = 32 * w / OBS_CHANNELS, offset = 32 * w - cell * OBS_CHANNELS;
+    uint32_t bits[4];
+    cell_channel_bits(compact + cell * COMPACT_CELL_BYTES, bits);
+    int low = offset >> 5;
+    uint32_t word = (uint32_t)((((uint64_t)bits[low + 1] << 32) | bits[low]) >> (offset & 31));
+    int taken = OBS_CHANNELS - offset;
+    if (taken < 32 && cell + 1 < OBS_CELLS) {
+        cell_channel_bits(compact + (cell + 1) * COMPACT_CELL_BYTES, bits);
+        word |= bits[0] << taken;
+    }
+    return word;
+}
+
+// Scalar i of the full observation (its float OBS_CELLS * OBS_CHANNELS + i), as the compact one stores it.
+CRAFTAX_FN float observation_scalar(const uint8_t* compact, int i) {
+    float scalar;
+    memcpy(&scalar, compact + COMPACT_MAP_BYTES + sizeof(float) * i, sizeof(float));
+    return scalar;
+}
+
+CRAFTAX_FN float full_observation_from_compact(const uint8_t* compact, int k) {
+    if (k >= CHANNEL_VALUES) return observation_scalar(compact, k - CHANNEL_VALUES);
+    return (float)(channel_word(compact, k >> 5) >> (k & 31) & 1);
 }

@@ -7,9 +7,9 @@ from torch import nn
 from torch.distributions import Normal
 
 try:
-    from pufferlib.scan_cuda import linear_scan as linear_scan_in_order
+    from pufferlib.scan_cuda import linear_scan as linear_scan_chunked
 except ImportError:  # no Triton (a CPU build of torch): every device takes the log-depth scan
-    linear_scan_in_order = None
+    linear_scan_chunked = None
 
 
 def layer_init(layer, std=2**0.5, bias_const=0.0):
@@ -75,11 +75,11 @@ def linear_scan(a, b, h0=None):
     T. Composition of step (a1, b1) followed by (a2, b2) is (a2 * a1, a2 * b1 + b2). ``a`` and ``b``
     are [N, T, ...]; ``h0`` ([N, ...]) is the state before step 0 (zeros when omitted). Used by
     MinGRU for training on whole sequences and by the advantage kernel (with time reversed).
-    On a GPU with Triton, a and b of one shape take ``pufferlib.scan_cuda`` instead: each chain
-    in time order, which reads and writes each tensor once.
+    On a GPU with Triton, a and b of one shape take ``pufferlib.scan_cuda`` instead, which reads
+    and writes each tensor once.
     """
-    if a.is_cuda and a.shape == b.shape and linear_scan_in_order is not None:
-        return linear_scan_in_order(a, b, h0)
+    if a.is_cuda and a.shape == b.shape and linear_scan_chunked is not None:
+        return linear_scan_chunked(a, b, h0)
     steps = a.shape[1]
     offset = 1
     while offset < steps:

@@ -1,64 +1,103 @@
-"""``linear_scan`` on CUDA: h_t = a_t * h_{t-1} + b_t for every (row, feature) chain, each chain
-run in time order by one Triton lane, carrying h in float32.
+"""``linear_scan`` on CUDA: h_t = a_t * h_{t-1} + b_t for every (row, feature) chain, carrying h
+in float32.
 
-The log-depth scan of ``pufferlib.pytorch.linear_scan`` rewrites its [N, T, H] inputs in each of
-its log2(T) rounds, forward and backward; a chain in order reads a and b once and writes h once.
-Both directions are custom ops, so ``torch.compile`` keeps them whole inside a compiled graph and
-CUDA graphs capture their launches. Imported only where Triton is (CUDA builds of torch).
+Each Triton program holds a block of chains and walks their steps a chunk at a time: a chunk's
+[CHUNK, BLOCK] tile is loaded at once and scanned across the program's threads (Triton's
+``associative_scan`` of the pairs (a, b) under composition), and its last state carries into the
+next chunk. So a and b are read once and h written once, with the whole chunk's loads in flight
+together rather than one step's. (The log-depth scan of ``pufferlib.pytorch.linear_scan`` rewrites
+its [N, T, H] inputs in each of its log2(T) rounds.) Both directions are custom ops, so
+``torch.compile`` keeps them whole inside a compiled graph and CUDA graphs capture their launches.
+Imported only where Triton is (CUDA builds of torch).
 """
 
 import torch
 import triton
 import triton.language as tl
 
-# Chains per program (one warp's lanes), and how many steps ahead the loop's loads are issued.
-BLOCK = 32
-STAGES = 4
+# A program is one warp over a tile of TILE values: BLOCK chains (fewer when there are fewer
+# features) by as many steps as fill it, up to the sequence's length. With one feature a chain's
+# steps are contiguous, and a single chunk holds a whole segment.
+TILE = 2048
+BLOCK = 64
+MIN_CHUNK = 16
 
 
 @triton.jit
-def _scan_forward(a, b, h0, out, steps, features, HAS_H0: tl.constexpr, BLOCK: tl.constexpr, STAGES: tl.constexpr):
+def _compose(a_first, b_first, a_then, b_then):
+    """Two steps h -> a h + b, the first then the second, as one."""
+    return a_first * a_then, a_then * b_first + b_then
+
+
+@triton.jit
+def _last_row(tile, CHUNK: tl.constexpr):
+    rows = tl.arange(0, CHUNK)[:, None]
+    return tl.sum(tl.where(rows == CHUNK - 1, tile, 0.0), axis=0)
+
+
+@triton.jit
+def _scan_forward(a, b, h0, out, steps, features, HAS_H0: tl.constexpr, BLOCK: tl.constexpr, CHUNK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     feature = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    mask = feature < features
+    step = tl.arange(0, CHUNK)
     h = tl.zeros([BLOCK], dtype=tl.float32)
     if HAS_H0:
-        h = tl.load(h0 + row * features + feature, mask=mask, other=0.0).to(tl.float32)
-    first = row * steps * features + feature
-    # The loads do not depend on h: the pipeline issues later steps' loads while h waits.
-    for t in tl.range(0, steps, num_stages=STAGES):
-        offset = first + t * features
-        h = tl.load(a + offset, mask=mask, other=0.0).to(tl.float32) * h + tl.load(b + offset, mask=mask, other=0.0).to(tl.float32)
-        tl.store(out + offset, h.to(out.dtype.element_ty), mask=mask)
+        h = tl.load(h0 + row * features + feature, mask=feature < features, other=0.0).to(tl.float32)
+    for start in range(0, steps, CHUNK):
+        t = start + step
+        offset = row * steps * features + t[:, None] * features + feature[None, :]
+        mask = (t[:, None] < steps) & (feature[None, :] < features)
+        # Past the last step: a = 1, b = 0, which keep the state, so the chunk's last row is h_{T-1}.
+        decay = tl.load(a + offset, mask=mask, other=1.0).to(tl.float32)
+        value = tl.load(b + offset, mask=mask, other=0.0).to(tl.float32)
+        # The state carried in enters through the chunk's first step.
+        value = tl.where(step[:, None] == 0, decay * h[None, :] + value, value)
+        _, states = tl.associative_scan((decay, value), 0, _compose)
+        tl.store(out + offset, states.to(out.dtype.element_ty), mask=mask)
+        h = _last_row(states, CHUNK)
 
 
 # The adjoint runs backward in time: dh_t = g_t + a_{t+1} dh_{t+1}; then db_t = dh_t,
-# da_t = dh_t h_{t-1} (h_{-1} = h0) and dh0 = a_0 dh_0.
+# da_t = dh_t h_{t-1} (h_{-1} = h0) and dh0 = a_0 dh_0. Chunks go from the last to the first, each
+# loaded in reverse step order, so the adjoint is the same forward scan with a_{t+1} as its decay.
 @triton.jit
 def _scan_backward(a, h, h0, grad, grad_a, grad_b, grad_h0, steps, features, HAS_H0: tl.constexpr, BLOCK: tl.constexpr,
-                   STAGES: tl.constexpr):
+                   CHUNK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     feature = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    mask = feature < features
-    carry = tl.zeros([BLOCK], dtype=tl.float32)
-    first = row * steps * features + feature
-    start = row * features + feature
-    for k in tl.range(0, steps, num_stages=STAGES):
-        t = steps - 1 - k
-        offset = first + t * features
-        dh = tl.load(grad + offset, mask=mask, other=0.0).to(tl.float32) + carry
-        tl.store(grad_b + offset, dh.to(grad_b.dtype.element_ty), mask=mask)
-        previous = tl.load(h + offset - features, mask=mask & (offset > first), other=0.0).to(tl.float32)
-        if HAS_H0:  # step 0's previous state
-            previous += tl.load(h0 + start, mask=mask & (offset == first), other=0.0).to(tl.float32)
-        tl.store(grad_a + offset, (dh * previous).to(grad_a.dtype.element_ty), mask=mask)
-        carry = tl.load(a + offset, mask=mask, other=0.0).to(tl.float32) * dh
+    step = tl.arange(0, CHUNK)
+    first = row * steps * features
+    in_feature = feature < features
+    start_state = tl.zeros([BLOCK], dtype=tl.float32)
     if HAS_H0:
-        tl.store(grad_h0 + start, carry.to(grad_h0.dtype.element_ty), mask=mask)
+        start_state = tl.load(h0 + row * features + feature, mask=in_feature, other=0.0).to(tl.float32)
+    carry = tl.zeros([BLOCK], dtype=tl.float32)  # dh of the step after the chunk
+    chunks = tl.cdiv(steps, CHUNK)
+    for c in range(chunks):
+        t = (chunks - 1 - c) * CHUNK + CHUNK - 1 - step
+        offset = first + t[:, None] * features + feature[None, :]
+        mask = (t[:, None] < steps) & in_feature[None, :]
+        # Past the last step g = 0 and a_{t+1} = 0, so dh = 0 there.
+        g = tl.load(grad + offset, mask=mask, other=0.0).to(tl.float32)
+        decay = tl.load(a + offset + features, mask=(t[:, None] + 1 < steps) & in_feature[None, :], other=0.0).to(tl.float32)
+        g = tl.where(step[:, None] == 0, decay * carry[None, :] + g, g)
+        _, dh = tl.associative_scan((decay, g), 0, _compose)
+        tl.store(grad_b + offset, dh.to(grad_b.dtype.element_ty), mask=mask)
+        previous = tl.load(h + offset - features, mask=mask & (t[:, None] > 0), other=0.0).to(tl.float32)
+        previous = tl.where(t[:, None] == 0, start_state[None, :], previous)
+        tl.store(grad_a + offset, (dh * previous).to(grad_a.dtype.element_ty), mask=mask)
+        carry = _last_row(dh, CHUNK)
+    if HAS_H0:
+        start = row * features + feature
+        first_decay = tl.load(a + first + feature, mask=in_feature, other=0.0).to(tl.float32)
+        tl.store(grad_h0 + start, (first_decay * carry).to(grad_h0.dtype.element_ty), mask=in_feature)
 
 
-def _grid(a):
-    return (a.shape[0], triton.cdiv(a.shape[2], BLOCK))
+def _launch(a):
+    """The grid and the constants for chains [N, T, H]: a program per row and block of features."""
+    block = min(BLOCK, triton.next_power_of_2(a.shape[2]))
+    chunk = max(MIN_CHUNK, min(TILE // block, triton.next_power_of_2(a.shape[1])))
+    return (a.shape[0], triton.cdiv(a.shape[2], block)), dict(BLOCK=block, CHUNK=chunk, num_warps=1)
 
 
 @torch.library.custom_op("pufferlib::linear_scan", mutates_args=())
@@ -68,8 +107,8 @@ def scan(a: torch.Tensor, b: torch.Tensor, h0: torch.Tensor | None) -> torch.Ten
     out = torch.empty(a.shape, dtype=_out_dtype(a, h0), device=a.device)
     start = h0 if h0 is not None else a  # without h0 the kernel does not read it
     with torch.cuda.device_of(a):  # the tensors' GPU, which Triton launches on
-        _scan_forward[_grid(a)](a, b, start, out, a.shape[1], a.shape[2],
-                                HAS_H0=h0 is not None, BLOCK=BLOCK, STAGES=STAGES, num_warps=1)
+        grid, constants = _launch(a)
+        _scan_forward[grid](a, b, start, out, a.shape[1], a.shape[2], HAS_H0=h0 is not None, **constants)
     return out
 
 
@@ -86,8 +125,9 @@ def scan_backward(a: torch.Tensor, h: torch.Tensor, h0: torch.Tensor | None, gra
     # Without h0 the kernel touches neither h0 nor its gradient: any tensor stands in for them.
     start, start_grad = (h0, grad_h0) if h0 is not None else (a, grad_a)
     with torch.cuda.device_of(a):  # the tensors' GPU, which Triton launches on
-        _scan_backward[_grid(a)](a, h, start, grad, grad_a, grad_b, start_grad, a.shape[1], a.shape[2],
-                                 HAS_H0=h0 is not None, BLOCK=BLOCK, STAGES=STAGES, num_warps=1)
+        grid, constants = _launch(a)
+        _scan_backward[grid](a, h, start, grad, grad_a, grad_b, start_grad, a.shape[1], a.shape[2],
+                             HAS_H0=h0 is not None, **constants)
     return [grad_a, grad_b, grad_h0]
 
 

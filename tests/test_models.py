@@ -41,7 +41,7 @@ def test_linear_scan_matches_a_loop():
 @pytest.mark.gpu
 @pytest.mark.parametrize("with_h0", [False, True])
 def test_cuda_linear_scan_matches_a_loop_with_gradients(with_h0):
-    """The in-order Triton scan (pufferlib.scan_cuda) against the loop defining it: values and
+    """The chunked Triton scan (pufferlib.scan_cuda) against the loop defining it: values and
     gradients, float32, eager and compiled."""
     if not torch.cuda.is_available():
         pytest.skip(f"no CUDA GPU visible to torch {torch.__version__}")

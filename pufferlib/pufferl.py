@@ -31,6 +31,7 @@ from pufferlib.distributed import World
 from pufferlib.environment import mean_infos
 from pufferlib.pytorch import (
     CombinedOptimizer,
+    StackedMuon,
     capture_graph,
     clear_finished,
     linear_scan,
@@ -133,7 +134,8 @@ def ppo_loss(policy, obs, state, resets, actions, old_logprobs, old_values, adva
 
 
 def build_optimizer(policy, train):
-    """Adam, or Muon (``torch.optim.Muon``: orthogonalized momentum) for the hidden weight matrices
+    """Adam, or Muon (``torch.optim.Muon``: orthogonalized momentum; ``StackedMuon`` batches its
+    matrices of one shape) for the hidden weight matrices
     with Adam for everything else. As Muon's authors advise, embeddings and output heads stay with
     Adam: a 1 x n value head orthogonalized is just its normalized gradient, a fixed-size step.
     Muon's 'match_rms_adamw' scaling lets both share one learning rate."""
@@ -154,7 +156,7 @@ def build_optimizer(policy, train):
     others = [p for name, p in named if not is_hidden[name]]
     if not hidden:
         raise ConfigError("--train.optimizer muon: this policy has no hidden weight matrices (add layers or an rnn)")
-    muon = torch.optim.Muon(
+    muon = StackedMuon(
         hidden, lr=train["learning_rate"], momentum=train["muon_momentum"], weight_decay=0.0, adjust_lr_fn="match_rms_adamw"
     )
     return CombinedOptimizer([muon, torch.optim.Adam(others, **adam)])

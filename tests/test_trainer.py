@@ -322,6 +322,32 @@ def test_gpu_path_learns_and_resumes(tmp_path, rnn):
     resumed.close()
 
 
+@pytest.mark.parametrize("weight_decay,adjust_lr_fn,nesterov", [(0.0, "match_rms_adamw", True), (0.1, None, False)])
+def test_stacked_muon_steps_as_torch_muon_does(weight_decay, adjust_lr_fn, nesterov):
+    """StackedMuon orthogonalizes same-shape matrices as one batch: the weights and momentum of
+    torch.optim.Muon, step for step, with wide, tall and square matrices, one without a gradient."""
+    torch.manual_seed(0)
+    shapes = [(6, 4), (6, 4), (4, 6), (5, 5), (4, 6), (5, 5), (6, 4), (3, 3)]
+    start = [torch.randn(shape) for shape in shapes]
+    runs = []
+    for optimizer_class in (torch.optim.Muon, pufferlib.pytorch.StackedMuon):
+        params = [torch.nn.Parameter(tensor.clone()) for tensor in start]
+        optimizer = optimizer_class(params, lr=0.02, momentum=0.9, weight_decay=weight_decay, nesterov=nesterov,
+                                    adjust_lr_fn=adjust_lr_fn)
+        generator = torch.Generator().manual_seed(1)
+        for _ in range(3):
+            for param in params[:-1]:  # the last has no gradient and must stay as it is
+                param.grad = torch.randn(param.shape, generator=generator)
+            optimizer.step()
+        runs.append((params, optimizer))
+    (expected, muon), (got, stacked) = runs
+    for mine, theirs in zip(got, expected):
+        torch.testing.assert_close(mine, theirs, rtol=0, atol=1e-6)
+    torch.testing.assert_close(got[-1].detach(), start[-1], rtol=0, atol=0)
+    for mine, theirs in zip(got[:-1], expected[:-1]):
+        torch.testing.assert_close(stacked.state[mine]["momentum_buffer"], muon.state[theirs]["momentum_buffer"])
+
+
 @pytest.mark.parametrize("optimizer", ["adam", "muon"])
 def test_scaling_a_steps_change_equals_stepping_with_the_scaled_rate(optimizer):
     """The update steps with the base learning rate and scales the change by the schedule's rate

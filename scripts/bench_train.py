@@ -5,6 +5,7 @@
     python scripts/bench_train.py sps                                   # puffer_squared, CPU defaults
     python scripts/bench_train.py sps --device cuda --policy mingru --hidden 256 --layers 3 --num-envs 8192
     python scripts/bench_train.py sps --env puffer_craftax_compact --device cuda --vec.device cuda --profile trace.json
+    python scripts/bench_train.py sps --device cuda --policy mingru --hidden 256 --against "--train.cudagraphs false"
     torchrun --nproc-per-node 2 scripts/bench_train.py sps --env puffer_craftax_compact --device cuda --vec.device cuda
 
 2. CartPole-v1 race, side by side in one process on the same cores: wall-clock time until the mean
@@ -27,6 +28,7 @@ machines extra threads mostly wait on each other). Clocks start before the env i
 
 import argparse
 import random
+import shlex
 import statistics
 import sys
 import time
@@ -56,6 +58,8 @@ def measure_sps(args):
         if getattr(args, key) is not None:
             flags += [f"--train.{key.replace('_', '-')}", str(getattr(args, key))]
     config = apply_flags(load_config(args.env), flags + args.flags)
+    if args.against is not None:
+        return compare_sps(args, config, apply_flags(load_config(args.env), flags + args.flags + shlex.split(args.against)))
     world = make_world(config, args.device)
     try:
         return measure_ranks(args, config, world)
@@ -94,6 +98,44 @@ def measure_ranks(args, config, world):
     print(f"  training {steps / elapsed / 1e6:.3f}M SPS over {epochs} epochs ({elapsed:.1f} s); "
           f"rollout {steps / rollout / 1e6:.3f}M SPS alone, update {steps / update / 1e6:.3f}M SPS alone")
     return steps / elapsed
+
+
+def compare_sps(args, config, peer_config):
+    """Two trainers in one process, this run's flags and the same with ``--against``'s, alternating
+    whole epochs for ``--seconds`` each: load on the machine hits both alike, so their ratio holds
+    where separate runs minutes apart would disagree."""
+    trainers = []
+    for trainer_config in (config, peer_config):
+        vecenv = assemble.make_vecenv(args.env, trainer_config)
+        trainers.append(pufferl.PuffeRL(trainer_config, vecenv, assemble.make_policy(vecenv, trainer_config)))
+    synchronize = torch.cuda.synchronize if trainers[0].device.startswith("cuda") else (lambda: None)
+    totals = [dict(steps=0, seconds=0.0, rollout=0.0, update=0.0, epochs=0) for _ in trainers]
+    for _ in range(args.warmup):
+        for trainer in trainers:
+            trainer.collect()
+            trainer.train()
+    while min(total["seconds"] for total in totals) < args.seconds:
+        for trainer, total in zip(trainers, totals):
+            synchronize()
+            step0, start = trainer.global_step, time.perf_counter()
+            trainer.collect()
+            trainer.train()
+            synchronize()
+            total["seconds"] += time.perf_counter() - start
+            total["steps"] += trainer.global_step - step0
+            total["rollout"] += trainer.timings["rollout"]
+            total["update"] += trainer.timings["train"]
+            total["epochs"] += 1
+    rates = []
+    for name, trainer, total in zip(("this run", f"against {args.against!r}"), trainers, totals):
+        trainer.close()
+        steps = total["steps"]
+        rates.append((steps / total["seconds"], steps / total["rollout"], steps / total["update"]))
+        print(f"{args.env}, {name}: training {rates[-1][0] / 1e6:.3f}M SPS over {total['epochs']} epochs; "
+              f"rollout {rates[-1][1] / 1e6:.3f}M SPS alone, update {rates[-1][2] / 1e6:.3f}M SPS alone")
+    ratios = [mine / theirs for mine, theirs in zip(*rates)]
+    print(f"  ratio (this run / against): training {ratios[0]:.3f}, rollout {ratios[1]:.3f}, update {ratios[2]:.3f}")
+    return rates[0][0]
 
 
 def profile_epoch(trainer, trace_path, report=True):
@@ -333,6 +375,8 @@ def main():
     parser.add_argument("--overlay", metavar="FILE.ini", help="cartpole-config: the .ini laid over the shipped config")
     parser.add_argument("--torch-threads", type=int, default=1)
     parser.add_argument("--profile", metavar="TRACE.json", help="after the SPS run, profile one epoch and write Chrome traces")
+    parser.add_argument("--against", metavar="FLAGS", help="sps: a second trainer with these flags added (one quoted "
+                        "string), its epochs alternating with this run's in one process; prints both and their ratio")
     args, args.flags = parser.parse_known_args()
     torch.set_num_threads(args.torch_threads)
     try:

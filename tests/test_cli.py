@@ -80,6 +80,23 @@ def test_bench_script_on_a_cpu_machine_asked_for_cuda_is_a_usage_error():
     assert result.stderr.strip().startswith("bench_train.py: error: --train.device cuda") and "Traceback" not in result.stderr
 
 
+def test_bench_script_compares_two_trainers_in_one_process():
+    """--against: both trainers' rows, then their ratio; the peer with twice the update epochs
+    does the same rollout per epoch and twice the minibatches."""
+    bench = [sys.executable, str(ROOT / "scripts" / "bench_train.py"), "sps", "--num-envs", "64", "--seconds", "0.3",
+             "--warmup", "1"]
+    result = subprocess.run(bench + ["--against", "--train.update-epochs 2"], capture_output=True, text=True,
+                            env=SUBPROCESS_ENV, timeout=300)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert lines[-3].startswith("puffer_squared, this run: training ")
+    assert lines[-2].startswith("puffer_squared, against '--train.update-epochs 2': training ")
+    assert lines[-1].startswith("  ratio (this run / against): training ")
+    result = subprocess.run(bench + ["--against", "--train.horizont 8"], capture_output=True, text=True,
+                            env=SUBPROCESS_ENV, timeout=300)
+    assert result.returncode == 2 and "Did you mean --train.horizon?" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_help_version_and_per_command_flags(capsys):
     assert cli.main(["--help"]) == 0
     assert "usage: puffer COMMAND" in capsys.readouterr().out

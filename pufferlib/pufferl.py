@@ -134,11 +134,11 @@ def ppo_loss(policy, obs, state, resets, actions, old_logprobs, old_values, adva
 
 
 def build_optimizer(policy, train):
-    """Adam, or Muon (``torch.optim.Muon``: orthogonalized momentum; ``StackedMuon`` batches its
-    matrices of one shape) for the hidden weight matrices
-    with Adam for everything else. As Muon's authors advise, embeddings and output heads stay with
-    Adam: a 1 x n value head orthogonalized is just its normalized gradient, a fixed-size step.
-    Muon's 'match_rms_adamw' scaling lets both share one learning rate."""
+    """Adam, or Muon (orthogonalized momentum: ``StackedMuon``, torch's Muon with the matrices of
+    one shape batched) for the hidden weight matrices with Adam for everything else. As Muon's
+    authors advise, embeddings and output heads stay with Adam: a 1 x n value head orthogonalized
+    is just its normalized gradient, a fixed-size step. Muon's 'match_rms_adamw' scaling lets both
+    share one learning rate."""
     named = [(name, p) for name, p in policy.named_parameters() if p.requires_grad]
     # The fused CUDA kernel updates every parameter in one launch instead of several per tensor;
     # capturable keeps its step counts on the device, so the update can be a CUDA graph.
@@ -165,8 +165,6 @@ def build_optimizer(policy, train):
 def cosine_lr(base_lr, progress):
     """Cosine decay from base_lr at progress 0 to 0 at progress 1."""
     return base_lr * 0.5 * (1.0 + math.cos(math.pi * min(max(progress, 0.0), 1.0)))
-
-
 
 
 # Rollout storage ------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ import torch
 
 from pufferlib import assemble, pufferl
 from pufferlib.config import ConfigError, apply_config_file, apply_flags, load_config
-from pufferlib.distributed import make_world
+from pufferlib.distributed import make_world, torchrun_variables
 from pufferlib.evaluate import SolveCheck
 from pufferlib.exceptions import APIUsageError, ParameterError
 from pufferlib.models import describe
@@ -59,6 +59,8 @@ def measure_sps(args):
             flags += [f"--train.{key.replace('_', '-')}", str(getattr(args, key))]
     config = apply_flags(load_config(args.env), flags + args.flags)
     if args.against is not None:
+        if torchrun_variables(required=False):
+            raise ConfigError("--against runs both trainers in one process: launch it without torchrun")
         return compare_sps(args, config, apply_flags(load_config(args.env), flags + args.flags + shlex.split(args.against)))
     world = make_world(config, args.device)
     try:

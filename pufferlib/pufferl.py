@@ -31,7 +31,6 @@ from pufferlib.distributed import World
 from pufferlib.environment import mean_infos
 from pufferlib.pytorch import (
     CombinedOptimizer,
-    StackedMuon,
     capture_graph,
     clear_finished,
     linear_scan,
@@ -151,6 +150,8 @@ def build_optimizer(policy, train):
         raise ConfigError(f"--train.optimizer {train['optimizer']!r}: valid are adam and muon")
     if not hasattr(torch.optim, "Muon"):
         raise ConfigError(f"--train.optimizer muon needs torch.optim.Muon (torch >= 2.9); this is torch {torch.__version__}")
+    from pufferlib.muon import StackedMuon  # defined on torch's Muon, so only where it exists
+
     is_hidden = {name: p.ndim == 2 and "head" not in name and "embedding" not in name for name, p in named}
     hidden = [p for name, p in named if is_hidden[name]]
     others = [p for name, p in named if not is_hidden[name]]

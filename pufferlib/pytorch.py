@@ -1,7 +1,6 @@
 """PyTorch helpers shared by the models, the trainer and the emulation layer."""
 
 import contextlib
-import math
 
 import torch
 from torch import nn
@@ -182,69 +181,6 @@ def nativize_tensor(observation, native_dtype):
     if native_dtype.reinterpret:
         part = part.view(native_dtype.dtype)
     return part.reshape(*observation.shape[:-1], *native_dtype.shape)
-
-
-def newton_schulz(matrices, coefficients, steps, eps):
-    """``torch.optim.Muon``'s orthogonalization (its quintic Newton-Schulz iteration, in bf16) of
-    each matrix of a stack [k, A, B], as batched matrix products."""
-    a, b, c = coefficients
-    tall = matrices.size(1) > matrices.size(2)
-    x = matrices.bfloat16()
-    if tall:
-        x = x.mT
-    x = x / x.norm(dim=(1, 2), keepdim=True).clamp(min=eps)
-    for _ in range(steps):
-        gram = x @ x.mT
-        x = torch.baddbmm(x, torch.baddbmm(gram, gram, gram, beta=b, alpha=c), x, beta=a)
-    return x.mT if tall else x
-
-
-class StackedMuon(torch.optim.Muon):
-    """``torch.optim.Muon`` with the matrices of one shape orthogonalized together: each Newton-Schulz
-    product is one batched kernel for all of them instead of one per matrix. A policy's hidden
-    matrices are small (a MinGRU's layers are 512 x 256), so on a GPU each product costs a kernel's
-    fixed time rather than its arithmetic. The same update as Muon's (nesterov momentum, decoupled
-    weight decay, the shape's learning-rate adjustment) and the same state, so checkpoints move
-    between the two."""
-
-    @torch.no_grad()
-    def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        for group in self.param_groups:
-            params = [p for p in group["params"] if p.grad is not None]
-            if not params:
-                continue
-            grads = [p.grad for p in params]
-            for p in params:
-                if "momentum_buffer" not in self.state[p]:
-                    self.state[p]["momentum_buffer"] = torch.zeros_like(p.grad)
-            buffers = [self.state[p]["momentum_buffer"] for p in params]
-            torch._foreach_lerp_(buffers, grads, 1 - group["momentum"])
-            updates = torch._foreach_lerp(grads, buffers, group["momentum"]) if group["nesterov"] else buffers
-            shapes = {}
-            for param, update in zip(params, updates):
-                shapes.setdefault(param.shape, []).append((param, update))
-            for shape, members in shapes.items():
-                same_shape = [param for param, _ in members]
-                orthogonal = newton_schulz(torch.stack([update for _, update in members]), group["ns_coefficients"],
-                                           group["ns_steps"], group["eps"])
-                if group["weight_decay"]:
-                    torch._foreach_mul_(same_shape, 1 - group["lr"] * group["weight_decay"])
-                torch._foreach_add_(same_shape, list(orthogonal.to(same_shape[0].dtype).unbind(0)),
-                                    alpha=-muon_learning_rate(group["lr"], group["adjust_lr_fn"], shape))
-        return loss
-
-
-def muon_learning_rate(lr, adjust_lr_fn, shape):
-    """Muon's rate for a matrix of this shape: the update's RMS made to match AdamW's
-    ('match_rms_adamw'), or Keller Jordan's sqrt(max(1, A / B)) ('original', and None)."""
-    rows, columns = shape[:2]
-    if adjust_lr_fn == "match_rms_adamw":
-        return lr * 0.2 * math.sqrt(max(rows, columns))
-    return lr * math.sqrt(max(1, rows / columns))
 
 
 class CombinedOptimizer:

@@ -22,17 +22,15 @@ import torch
 from ocean.craftax import COMPACT_OBS_BYTES, NUM_ACTIONS, gpu
 from ocean.craftax.policy import CraftaxCompact
 from pufferlib import scan_cuda
+from pufferlib.pytorch import side_stream
 
 
 def milliseconds(call, repeats=30):
     """Mean device time of call, captured once as a CUDA graph and replayed: the kernels' time, as
     the trainer's graphs run them, without Python's launch overhead."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
+    with side_stream("cuda"):
         for _ in range(3):
             call()
-    torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         call()

@@ -326,11 +326,13 @@ def test_gpu_path_learns_and_resumes(tmp_path, rnn):
 def test_stacked_muon_steps_as_torch_muon_does(weight_decay, adjust_lr_fn, nesterov):
     """StackedMuon orthogonalizes same-shape matrices as one batch: the weights and momentum of
     torch.optim.Muon, step for step, with wide, tall and square matrices, one without a gradient."""
+    from pufferlib.muon import StackedMuon
+
     torch.manual_seed(0)
     shapes = [(6, 4), (6, 4), (4, 6), (5, 5), (4, 6), (5, 5), (6, 4), (3, 3)]
     start = [torch.randn(shape) for shape in shapes]
     runs = []
-    for optimizer_class in (torch.optim.Muon, pufferlib.pytorch.StackedMuon):
+    for optimizer_class in (torch.optim.Muon, StackedMuon):
         params = [torch.nn.Parameter(tensor.clone()) for tensor in start]
         optimizer = optimizer_class(params, lr=0.02, momentum=0.9, weight_decay=weight_decay, nesterov=nesterov,
                                     adjust_lr_fn=adjust_lr_fn)

@@ -217,11 +217,11 @@ class SegmentBuffer:
     def full(self):
         return self.filled >= self.segments
 
-    def store(self, env_ids, masks, obs, dones, truncations, actions, logprobs, values, rewards, state):
-        """Stores one step of the agents ``env_ids`` (numpy ids and masks; the rest in agent order:
-        device tensors, and numpy rewards); ``state`` is the recurrent state they acted from.
-        Returns how many steps were stored."""
-        device = self.device
+    def place(self, env_ids, masks):
+        """Where one step of the agents ``env_ids`` (numpy ids and masks) goes, a fresh row for
+        those starting one: (rows, columns, stored), the rows and columns of the agents ``stored``
+        selects (padded agents and those left without a row are not stored). The rows' fill
+        advances by this step, so each step is placed once."""
         rows = self.row_of[env_ids]
         fresh = masks & (rows == self.UNASSIGNED)
         if fresh.any():
@@ -231,19 +231,47 @@ class SegmentBuffer:
             self.row_of[env_ids[fresh]] = new_rows
             self.next_row += len(new_rows)
         stored = masks & (rows >= 0)
+        env_ids, rows = env_ids[stored], rows[stored]
+        cols = self.col_of[env_ids]
+        self.col_of[env_ids] = cols + 1
+        full = env_ids[cols + 1 == self.horizon]
+        self.filled += len(full)
+        self.row_of[full] = self.UNASSIGNED
+        self.col_of[full] = 0
+        return rows, cols, stored
+
+    @staticmethod
+    def first_of_row_run(rows, cols):
+        """The first row when the placed agents fill consecutive rows at one column (every agent of
+        a synchronous env, in order), else None."""
+        count = len(rows)
+        if count and np.all(cols == cols[0]) and np.array_equal(rows, np.arange(rows[0], rows[0] + count)):
+            return int(rows[0])
+        return None
+
+    def store(self, env_ids, masks, obs, dones, truncations, actions, logprobs, values, rewards, state):
+        """Stores one step of the agents ``env_ids`` (numpy ids and masks; the rest in agent order:
+        device tensors, and numpy rewards); ``state`` is the recurrent state they acted from.
+        Returns how many steps were stored."""
+        rows, cols, stored = self.place(env_ids, masks)
+        self.write_placed(rows, cols, stored, obs, dones, truncations, actions, logprobs, values, rewards, state)
+        return len(rows)
+
+    def write_placed(self, rows, cols, stored, obs, dones, truncations, actions, logprobs, values, rewards, state):
+        """Writes a step ``place`` placed at ``rows`` and ``cols``; the data is every agent's, of
+        which ``stored`` picks those to keep."""
+        device = self.device
         if not stored.all():
             pick = torch.as_tensor(stored, device=device)
             obs, dones, truncations = obs[pick], dones[pick], truncations[pick]
             values, logprobs, actions = values[pick], logprobs[pick], actions[pick]
             state = tuple(s[pick] for s in state)
-            env_ids, rows, rewards = env_ids[stored], rows[stored], np.asarray(rewards)[stored]
-        cols = self.col_of[env_ids]
-        count = len(env_ids)
+            rewards = np.asarray(rewards)[stored]
         rewards = torch.as_tensor(rewards).to(device, non_blocking=True)
-        if count and np.all(cols == cols[0]) and np.array_equal(rows, np.arange(rows[0], rows[0] + count)):
-            # Every stored agent at the same step of consecutive rows (synchronous envs): slices.
-            self.write_rows(int(rows[0]), int(cols[0]), obs, dones, truncations, actions, logprobs, values, rewards, state)
-        else:
+        first_row = self.first_of_row_run(rows, cols)
+        if first_row is not None:  # slices, not indexed writes
+            self.write_rows(first_row, int(cols[0]), obs, dones, truncations, actions, logprobs, values, rewards, state)
+        elif len(rows):
             where = (torch.as_tensor(rows, device=device), torch.as_tensor(cols, device=device))
             first = cols == 0
             if first.any():
@@ -251,13 +279,6 @@ class SegmentBuffer:
                 for k, s in enumerate(state):
                     self.start_state[k][where[0][first_t]] = s[first_t]
             self._write(where, obs, dones, truncations, actions, logprobs, values, rewards)
-
-        self.col_of[env_ids] = cols + 1
-        full = env_ids[cols + 1 == self.horizon]
-        self.filled += len(full)
-        self.row_of[full] = self.UNASSIGNED
-        self.col_of[full] = 0
-        return count
 
     def write_rows(self, first_row, col, obs, dones, truncations, actions, logprobs, values, rewards, state):
         """Writes step ``col`` of the consecutive rows from ``first_row``, one per agent given
@@ -288,6 +309,37 @@ class SegmentBuffer:
         self.dones[where] = dones.float()
         self.truncations[where] = truncations.float()
         self.values[where] = values.float()
+
+
+class HostStepStaging:
+    """A host env's step as ``PuffeRL.device_step`` sees an env with device hooks: device copies of
+    the env's observations, rewards and flags, loaded before each step, and the actions the step
+    chose, fetched after it. The copies sit outside the step's CUDA graph, which then reads and
+    writes the same tensors at every replay."""
+
+    def __init__(self, vecenv, device):
+        count, observation_space, action_space = vecenv.num_agents, vecenv.single_observation_space, vecenv.single_action_space
+        self.observations = torch.zeros((count, *observation_space.shape), dtype=torch_dtype(observation_space.dtype), device=device)
+        self.rewards = torch.zeros(count, device=device)
+        self.terminals = torch.zeros(count, dtype=torch.bool, device=device)
+        self.truncations = torch.zeros(count, dtype=torch.bool, device=device)
+        action_dtype = torch.float32 if np.issubdtype(action_space.dtype, np.floating) else torch.int64
+        self.actions = torch.zeros((count, *action_space.shape), dtype=action_dtype, device=device)
+        self.host_actions = torch.zeros(self.actions.shape, dtype=action_dtype, pin_memory=True)
+
+    def load(self, obs, rewards, terminals, truncations):
+        for target, source in zip((self.observations, self.rewards, self.terminals, self.truncations),
+                                  (obs, rewards, terminals, truncations)):
+            target.copy_(torch.as_tensor(source), non_blocking=True)
+
+    def gpu_step(self, actions):
+        self.actions.copy_(actions)
+
+    def fetch_actions(self):
+        """The step's actions in host memory (numpy), once the device has computed them."""
+        self.host_actions.copy_(self.actions, non_blocking=True)
+        torch.cuda.current_stream(self.actions.device).synchronize()
+        return self.host_actions.numpy()
 
 
 # The trainer ----------------------------------------------------------------------------------
@@ -381,13 +433,18 @@ class PuffeRL:
         if use_compile:
             self.minibatch_loss = torch.compile(self.minibatch_loss, dynamic=False)
             self.advantage_kernel = torch.compile(compute_advantages, dynamic=False)
-        # With a device-hook env the whole step is one graph of our own (policy, buffer, env), so
-        # the compiled policy must not make graphs of its own inside it.
-        self.graph_rollout = use_graphs and self.env_on_device
-        if use_compile or (use_graphs and not self.env_on_device):
-            mode = "reduce-overhead" if use_graphs and not self.env_on_device else "default"
+        # When every step covers every agent (an env with device hooks, or a synchronous one on the
+        # host) the whole step is one graph of our own (policy, buffer, and the env or the copies
+        # to and from it), so the compiled policy must not make graphs of its own inside it.
+        whole_steps = self.env_on_device or vecenv.agents_per_batch == self.num_agents
+        self.graph_rollout = use_graphs and whole_steps and self.segments % self.num_agents == 0
+        if use_compile or (use_graphs and not self.graph_rollout):
+            mode = "reduce-overhead" if use_graphs and not self.graph_rollout else "default"
             self.forward_eval = torch.compile(self.policy.forward_eval, mode=mode, dynamic=False)
+        # What device_step steps: the env itself, or the staged copies of a host env's buffers.
+        self.step_env = vecenv if self.env_on_device else HostStepStaging(vecenv, self.device) if self.graph_rollout else None
         self.rollout_graphs = None  # {first column of a segment?: graph} once captured
+        self.rollout_warmup_steps = 0
         self.rollout_step = torch.zeros((), dtype=torch.int64, device=self.device)
         self.agent_rows = torch.arange(self.num_agents, device=self.device)
         # Gradients are averaged across ranks outside the graph's reach.
@@ -421,7 +478,9 @@ class PuffeRL:
             self.vecenv.gpu_reset(self.env_seed())
         else:
             self.vecenv.async_reset(self.env_seed())
-        self.state = self.policy.initial_state(self.num_agents, self.device)
+        # In place: the rollout's CUDA graphs read and write these tensors.
+        for memory, initial in zip(self.state, self.policy.initial_state(self.num_agents, self.device)):
+            memory.copy_(initial)
         # Episode logs count from when every agent has ended an episode since the reset: before,
         # the envs are in step and the quickest episodes end first.
         self.finished_once = np.zeros(self.num_agents, dtype=bool)
@@ -457,15 +516,22 @@ class PuffeRL:
                 infos.extend(step_infos if isinstance(step_infos, list) else [step_infos])
             else:
                 self.finished_once[env_ids[dones]] = True
-            obs = torch.as_tensor(obs).to(device, non_blocking=True)
-            dones = torch.as_tensor(dones).to(device, non_blocking=True)
-            truncated = torch.as_tensor(truncations).to(device, non_blocking=True)
+            rows, cols, stored = buffer.place(env_ids, masks)
+            first_row = buffer.first_of_row_run(rows, cols)
             everyone = len(env_ids) == self.num_agents and np.array_equal(env_ids, self.agent_ids)
-            agents = slice(None) if everyone else torch.as_tensor(env_ids, device=device)
-
-            action, logprob, value, state = self.act(obs, dones, agents)
-            actions = action.cpu().numpy()
-            self.global_step += buffer.store(env_ids, masks, obs, dones, truncated, action, logprob, value, rewards, state)
+            if self.graph_rollout and everyone and stored.all() and first_row is not None and first_row % self.num_agents == 0:
+                # Agent i at row first_row + i: the step device_step takes at this index.
+                step = first_row // self.num_agents * self.horizon + int(cols[0])
+                actions = self.host_step(step, obs, rewards, terminals, truncations)
+            else:
+                obs = torch.as_tensor(obs).to(device, non_blocking=True)
+                dones = torch.as_tensor(dones).to(device, non_blocking=True)
+                truncated = torch.as_tensor(truncations).to(device, non_blocking=True)
+                agents = slice(None) if everyone else torch.as_tensor(env_ids, device=device)
+                action, logprob, value, state = self.act(obs, dones, agents)
+                actions = action.cpu().numpy()
+                buffer.write_placed(rows, cols, stored, obs, dones, truncated, action, logprob, value, rewards, state)
+            self.global_step += len(rows)
             self.vecenv.send(actions)
         self.global_step = first_step + self.world.sum(self.global_step - first_step)
         self.episode_stats = self.world.merge_stats(mean_infos(infos))
@@ -483,19 +549,7 @@ class PuffeRL:
         for step in range(self.segments // self.num_agents * self.horizon):
             if self.stop_requested and self.world.size == 1:
                 return False
-            first_column = step % self.horizon == 0
-            if self.rollout_graphs:
-                self.rollout_graphs[first_column].replay()
-            elif not self.graph_rollout:
-                self.device_step(first_column)
-            else:
-                with side_stream(self.device):  # warm-up: compilation and lazy state, then capture
-                    self.device_step(first_column)
-                if step + 1 == self.GRAPH_WARMUP:
-                    self.rollout_graphs = {
-                        first: capture_graph(functools.partial(self.device_step, first), self.generator)[0]
-                        for first in (True, False)
-                    }
+            self.run_device_step(step % self.horizon == 0)
         self.global_step += self.batch_size * self.world.size
         logs = self.vecenv.gpu_sync_logs()
         self.episode_stats = self.world.merge_stats(mean_infos([logs] if logs else []))
@@ -503,11 +557,37 @@ class PuffeRL:
         self.timings["rollout"] = time.time() - start
         return True
 
+    def host_step(self, step, obs, rewards, terminals, truncations):
+        """Step ``step`` of the batch for every agent of a host env, as device_step: the env's
+        buffers copied in, the step's graph replayed, the actions fetched (numpy)."""
+        self.step_env.load(obs, rewards, terminals, truncations)
+        self.rollout_step.fill_(step)
+        self.run_device_step(step % self.horizon == 0)
+        return self.step_env.fetch_actions()
+
+    def run_device_step(self, first_column):
+        """device_step, as a replay of its CUDA graph once captured (after eager warm-up steps on
+        a side stream have compiled it and created its lazy state), or eagerly without graphs."""
+        if self.rollout_graphs:
+            self.rollout_graphs[first_column].replay()
+        elif not self.graph_rollout:
+            self.device_step(first_column)
+        else:
+            with side_stream(self.device):
+                self.device_step(first_column)
+            self.rollout_warmup_steps += 1
+            if self.rollout_warmup_steps == self.GRAPH_WARMUP:
+                self.rollout_graphs = {
+                    first: capture_graph(functools.partial(self.device_step, first), self.generator)[0]
+                    for first in (True, False)
+                }
+
     def device_step(self, first_column):
         """Step t of the batch (``rollout_step``, on the device) for every agent of a device-hook
-        env: act, store agent i's step at row (t // horizon) * agents + i, column t % horizon, and
-        step the env. Device work only, so a CUDA graph can replay it."""
-        env = self.vecenv
+        env or of a host env's staged buffers (``step_env``): act, store agent i's step at row
+        (t // horizon) * agents + i, column t % horizon, and step the env. Device work only, so a
+        CUDA graph can replay it."""
+        env = self.step_env
         dones = env.terminals | env.truncations
         action, logprob, value, state = self.act(env.observations, dones)
         rows = torch.div(self.rollout_step, self.horizon, rounding_mode="floor") * self.num_agents + self.agent_rows
@@ -690,7 +770,8 @@ class PuffeRL:
             self.vecenv.set_state(checkpoint["env_state"])
         except ValueError:
             return False
-        self.state = tuple(s.to(self.device) for s in saved_memory)
+        for memory, saved in zip(self.state, saved_memory):
+            memory.copy_(saved)
         self.finished_once[:] = True
         return True
 

@@ -391,6 +391,33 @@ def test_a_checkpoint_from_another_device_keeps_this_devices_optimizer_flags():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("env_name, flags", [
+    ("puffer_squared", ["--base.rnn", "mingru"]),
+    ("puffer_craftax_compact", ["--env.reset-pool-size", "64"]),
+])
+def test_graphed_host_env_rollout_equals_the_eager_rollout(env_name, flags):
+    """A synchronous env on the host: each step's policy and buffer write replayed as one CUDA graph,
+    between the copies of the env's buffers in and the actions out, give the eager rollout's batches
+    bit for bit, recurrent memory included."""
+    flags = ["--train.device", "cuda", "--vec.num-envs", "256", "--train.horizon", "16", "--train.minibatch-size", "1024",
+             *flags]
+    graphed = make_trainer(config_for(env_name, *flags, "--train.cudagraphs", "true"))
+    eager = make_trainer(config_for(env_name, *flags, "--train.cudagraphs", "false"))
+    assert graphed.graph_rollout and not eager.graph_rollout
+    for _ in range(3):  # the first batch warms up and captures the graphs, the next ones replay them
+        graphed.collect()
+        eager.collect()
+        assert graphed.rollout_graphs is not None
+        for name in ("observations", "actions", "logprobs", "rewards", "dones", "truncations", "values"):
+            assert torch.equal(getattr(graphed.buffer, name), getattr(eager.buffer, name)), name
+        for mine, theirs in zip((*graphed.buffer.start_state, *graphed.state), (*eager.buffer.start_state, *eager.state)):
+            assert torch.equal(mine, theirs)
+    graphed.close()
+    eager.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_graphed_update_replays_the_eager_update():
     """The whole minibatch (advantages, replay sampling, loss, backward, clipping, optimizer) as one
     CUDA graph gives the eager update's weights, statistics and replay ratios from the same batch."""

@@ -250,8 +250,8 @@ class SegmentBuffer:
         return None
 
     def store(self, env_ids, masks, obs, dones, truncations, actions, logprobs, values, rewards, state):
-        """Stores one step of the agents ``env_ids`` (numpy ids and masks; the rest in agent order:
-        device tensors, and numpy rewards); ``state`` is the recurrent state they acted from.
+        """Stores one step of the agents ``env_ids`` (numpy ids and masks; the rest in agent order,
+        device tensors); ``state`` is the recurrent state they acted from.
         Returns how many steps were stored."""
         rows, cols, stored = self.place(env_ids, masks)
         self.write_placed(rows, cols, stored, obs, dones, truncations, actions, logprobs, values, rewards, state)
@@ -266,8 +266,7 @@ class SegmentBuffer:
             obs, dones, truncations = obs[pick], dones[pick], truncations[pick]
             values, logprobs, actions = values[pick], logprobs[pick], actions[pick]
             state = tuple(s[pick] for s in state)
-            rewards = np.asarray(rewards)[stored]
-        rewards = torch.as_tensor(rewards).to(device, non_blocking=True)
+            rewards = rewards[pick]
         first_row = self.first_of_row_run(rows, cols)
         if first_row is not None:  # slices, not indexed writes
             self.write_rows(first_row, int(cols[0]), obs, dones, truncations, actions, logprobs, values, rewards, state)
@@ -524,7 +523,10 @@ class PuffeRL:
                 step = first_row // self.num_agents * self.horizon + int(cols[0])
                 actions = self.host_step(step, obs, rewards, terminals, truncations)
             else:
+                # Every copy from the env's buffers is queued before the actions are fetched, which
+                # waits for them: the env's next step cannot overwrite a buffer mid-copy.
                 obs = torch.as_tensor(obs).to(device, non_blocking=True)
+                rewards = torch.as_tensor(rewards).to(device, non_blocking=True)
                 dones = torch.as_tensor(dones).to(device, non_blocking=True)
                 truncated = torch.as_tensor(truncations).to(device, non_blocking=True)
                 agents = slice(None) if everyone else torch.as_tensor(env_ids, device=device)

@@ -714,7 +714,7 @@ def store_step(buffer, env_ids, step, masks=None, state=()):
     masks = np.ones(n, dtype=bool) if masks is None else np.asarray(masks)
     obs = torch.tensor(100.0 * env_ids + step, dtype=torch.float32).view(n, 1)
     zeros = torch.zeros(n)
-    return buffer.store(env_ids, masks, obs, zeros.bool(), zeros.bool(), zeros.long(), zeros, zeros, np.zeros(n, np.float32), state)
+    return buffer.store(env_ids, masks, obs, zeros.bool(), zeros.bool(), zeros.long(), zeros, zeros, zeros, state)
 
 
 def test_segment_buffer_skips_padded_agents():

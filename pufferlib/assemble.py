@@ -47,13 +47,20 @@ def make_vecenv(env_name, config, num_envs=None):
         # An env on the GPU is its own vectorization: the trainer drives its device hooks.
         creator = env_family(config).env_creator(env_name, device=vec["device"])
         return creator(num_envs=num_envs, device=vec["device"], **env_kwargs)
-    if str(vec["backend"]).lower() == "native":
+    backend = pufferlib.vector.resolve_backend(vec["backend"])
+    if backend is pufferlib.vector.Native:
         env_kwargs["num_threads"] = vec["num_threads"]
+    backend_kwargs = {}
+    train_device = str(config["train"]["device"])
+    on_gpu = torch.cuda.is_available() and (train_device == "auto" or train_device.startswith("cuda"))
+    if issubclass(backend, pufferlib.vector.Serial) and on_gpu:
+        # In-process buffers the policy reads on a GPU: page-locked, so each step's copy is async.
+        backend_kwargs["pin_memory"] = True
     return pufferlib.vector.make(
-        env_family(config).env_creator(env_name), env_kwargs=env_kwargs, backend=vec["backend"], num_envs=num_envs,
+        env_family(config).env_creator(env_name), env_kwargs=env_kwargs, backend=backend, num_envs=num_envs,
         num_workers=None if vec["num_workers"] == "auto" else vec["num_workers"],
         batch_size=None if vec["batch_size"] == "auto" else vec["batch_size"],
-        seed=config["base"]["seed"], timeout=vec_timeout(vec),
+        seed=config["base"]["seed"], timeout=vec_timeout(vec), **backend_kwargs,
     )
 
 

@@ -32,8 +32,10 @@ def action_buffer_layout(space):
     )
 
 
-def allocate_buffers(single_observation_space, single_action_space, num_agents):
-    """Zeroed buffers for ``num_agents`` agents, laid out as PufferEnv expects them."""
+def allocate_buffers(single_observation_space, single_action_space, num_agents, pin_memory=False):
+    """Zeroed buffers for ``num_agents`` agents, laid out as PufferEnv expects them (masks all
+    True). With ``pin_memory`` they are page-locked host memory (torch with CUDA), from which
+    copies to a GPU run asynchronously and at the bus's full speed."""
     obs = single_observation_space
     if not isinstance(obs, gymnasium.spaces.Box):
         raise APIUsageError(
@@ -41,14 +43,29 @@ def allocate_buffers(single_observation_space, single_action_space, num_agents):
             "wrap structured spaces with pufferlib.emulation first"
         )
     action_shape, action_dtype = action_buffer_layout(single_action_space)
-    return dict(
-        observations=np.zeros((num_agents, *obs.shape), dtype=obs.dtype),
-        actions=np.zeros((num_agents, *action_shape), dtype=action_dtype),
-        rewards=np.zeros(num_agents, dtype=np.float32),
-        terminals=np.zeros(num_agents, dtype=bool),
-        truncations=np.zeros(num_agents, dtype=bool),
-        masks=np.ones(num_agents, dtype=bool),
+    zeros = pinned_zeros if pin_memory else np.zeros
+    buffers = dict(
+        observations=zeros((num_agents, *obs.shape), obs.dtype),
+        actions=zeros((num_agents, *action_shape), action_dtype),
+        rewards=zeros(num_agents, np.float32),
+        terminals=zeros(num_agents, bool),
+        truncations=zeros(num_agents, bool),
+        masks=zeros(num_agents, bool),
     )
+    buffers["masks"][:] = True
+    return buffers
+
+
+def pinned_zeros(shape, dtype):
+    """A zeroed numpy array in page-locked memory that torch allocated (and the array keeps)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        raise APIUsageError("pinned buffers need torch with a CUDA device; this one has none")
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape)) * dtype.itemsize
+    pinned = torch.zeros(max(size, 1), dtype=torch.uint8, pin_memory=True).numpy()
+    return pinned[:size].view(dtype).reshape(shape)
 
 
 def joint_space(single_space, num_agents):

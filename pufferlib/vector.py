@@ -648,6 +648,7 @@ class Serial(VecEnv):
         zero_copy=True,
         seed=0,
         timeout=DEFAULT_TIMEOUT_S,
+        pin_memory=False,
     ):
         if num_workers is None and batch_size is not None:
             # One worker per batch: the fewest groups, so the least bookkeeping per step.
@@ -655,7 +656,8 @@ class Serial(VecEnv):
         super().__init__(
             env_creator, env_args, env_kwargs, num_envs, num_workers, batch_size, zero_copy, seed, timeout
         )
-        self._bind_buffers(allocate_buffers(self.single_observation_space, self.single_action_space, self.num_agents))
+        space = self.single_observation_space, self.single_action_space
+        self._bind_buffers(allocate_buffers(*space, self.num_agents, pin_memory=pin_memory))
         spec = self.worker_spec()
         self.workers = [
             spec.build({name: self.buffers[name][self.worker_rows(w)] for name in BUFFER_NAMES}, w)
@@ -710,6 +712,7 @@ class Native(Serial):
         zero_copy=True,
         seed=0,
         timeout=DEFAULT_TIMEOUT_S,
+        pin_memory=False,
     ):
         if not accepts_num_envs(env_creator):
             raise APIUsageError(
@@ -726,7 +729,9 @@ class Native(Serial):
         if env_kwargs and "num_threads" in env_kwargs:
             # The vector env's threads: env objects stepping side by side share them.
             env_kwargs = {**env_kwargs, "num_threads": max(1, env_kwargs["num_threads"] // batches)}
-        super().__init__(env_creator, env_args, env_kwargs, num_envs, batches, batch_size, zero_copy, seed, timeout)
+        super().__init__(
+            env_creator, env_args, env_kwargs, num_envs, batches, batch_size, zero_copy, seed, timeout, pin_memory
+        )
         self.threads = ThreadPoolExecutor(self.num_workers, "puffer-native") if self.num_workers > 1 else None
         # (worker, future) in the order the commands were sent; without threads the future holds
         # the result of a command run at once, in the caller's thread
@@ -1309,7 +1314,8 @@ def make(
             killed and ``WorkerTimeoutError`` raised; None for no limit. ``recv(timeout=...)``
             overrides it for one call. Multiprocessing and Ray only (Serial and Native run envs in
             this process, where a step cannot be interrupted).
-        backend_kwargs: backend-specific (Multiprocessing: context, spin; Ray: actor_options).
+        backend_kwargs: backend-specific (Serial and Native: pin_memory, page-locked buffers for
+            fast asynchronous copies to a GPU; Multiprocessing: context, spin; Ray: actor_options).
     """
     return resolve_backend(backend)(
         env_creator,

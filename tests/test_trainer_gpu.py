@@ -4,6 +4,7 @@ same rollout as with the C env on the host. Skips without a CUDA GPU and the CUD
 import pytest
 import torch
 
+import pufferlib.vector
 from pufferlib import assemble, pufferl
 from pufferlib.config import apply_flags, load_config
 
@@ -32,6 +33,31 @@ def gpu_env_built():
         import ocean.craftax.gpu  # noqa: F401
     except ImportError as error:
         pytest.skip(f"the CUDA Craftax is not built ({error})")
+
+
+def test_page_locked_host_buffers_give_the_same_batch():
+    """An in-process env feeding a policy on the GPU writes page-locked buffers, whose copies to the
+    device run asynchronously: the batches are still those of ordinary buffers, bit for bit."""
+    config = apply_flags(load_config("puffer_squared"), [
+        "--train.device", "cuda", "--vec.num-envs", "4096", "--train.horizon", "16", "--train.minibatch-size", "16384",
+    ])
+    pinned = assemble.make_vecenv("puffer_squared", config)
+    plain = pufferlib.vector.make(
+        assemble.env_family(config).env_creator("puffer_squared"), backend="native", num_envs=4096,
+        env_kwargs={**config["env"], "num_threads": config["vec"]["num_threads"]}, seed=config["base"]["seed"],
+    )
+    assert all(torch.from_numpy(buffer).is_pinned() for buffer in pinned.buffers.values())
+    assert not any(torch.from_numpy(buffer).is_pinned() for buffer in plain.buffers.values())
+    trainers = [pufferl.PuffeRL(config, vecenv, assemble.make_policy(vecenv, config)) for vecenv in (pinned, plain)]
+    for _ in range(2):
+        for trainer in trainers:
+            trainer.collect()
+        for name in ("observations", "actions", "rewards", "dones"):
+            assert torch.equal(getattr(trainers[0].buffer, name), getattr(trainers[1].buffer, name)), name
+        for trainer in trainers:
+            trainer.train()
+    for trainer in trainers:
+        trainer.close()
 
 
 def test_rollout_issues_no_host_synchronization(gpu_env_built, monkeypatch):

@@ -279,6 +279,14 @@ def test_a_native_batch_that_raises_in_its_thread_raises_in_recv():
         vector.make(squared, backend="native", num_envs=8, batch_size=4, num_workers=4)
 
 
+def test_page_locked_buffers_need_cuda():
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is visible: tests/test_trainer_gpu.py steps envs on page-locked buffers")
+    with pytest.raises(APIUsageError, match="pinned buffers need torch with a CUDA device"):
+        vector.make(functools.partial(ocean.make, "puffer_squared"), backend="native", num_envs=4, pin_memory=True)
+
+
 @pytest.mark.timeout(60)
 def test_spawn_start_method_takes_lambdas():
     creator = lambda buf=None: counter(buf, length=3)  # noqa: E731  (cloudpickle carries it)

@@ -16,6 +16,7 @@ more than they give and stay off. The commands around it (``puffer train``, ...)
 ``pufferlib.cli``; configs, checkpoints and the dashboard have modules of their own.
 """
 
+import collections
 import contextlib
 import functools
 import math
@@ -311,13 +312,13 @@ class SegmentBuffer:
 
 
 class HostStepStaging:
-    """A host env's step as ``PuffeRL.device_step`` sees an env with device hooks: device copies of
-    the env's observations, rewards and flags, loaded before each step, and the actions the step
-    chose, fetched after it. The copies sit outside the step's CUDA graph, which then reads and
+    """A host env's step of ``count`` agents as ``PuffeRL.device_step`` sees an env with device
+    hooks: device copies of the env's observations, rewards and flags, loaded before each step, and
+    the actions the step chose, fetched after it. The copies sit outside the step's CUDA graph, which then reads and
     writes the same tensors at every replay."""
 
-    def __init__(self, vecenv, device):
-        count, observation_space, action_space = vecenv.num_agents, vecenv.single_observation_space, vecenv.single_action_space
+    def __init__(self, vecenv, count, device):
+        observation_space, action_space = vecenv.single_observation_space, vecenv.single_action_space
         self.observations = torch.zeros((count, *observation_space.shape), dtype=torch_dtype(observation_space.dtype), device=device)
         self.rewards = torch.zeros(count, device=device)
         self.terminals = torch.zeros(count, dtype=torch.bool, device=device)
@@ -432,18 +433,20 @@ class PuffeRL:
         if use_compile:
             self.minibatch_loss = torch.compile(self.minibatch_loss, dynamic=False)
             self.advantage_kernel = torch.compile(compute_advantages, dynamic=False)
-        # When every step covers every agent (an env with device hooks, or a synchronous one on the
-        # host) the whole step is one graph of our own (policy, buffer, and the env or the copies
-        # to and from it), so the compiled policy must not make graphs of its own inside it.
-        whole_steps = self.env_on_device or vecenv.agents_per_batch == self.num_agents
-        self.graph_rollout = use_graphs and whole_steps and self.segments % self.num_agents == 0
+        # When each step covers every agent or one fixed batch of them (an env with device hooks, a
+        # synchronous env on the host, the env halves of an in-process backend), each is one graph
+        # of our own (policy, buffer, and the env or the copies to and from it), so the compiled
+        # policy must not make graphs of its own inside it.
+        fixed_steps = self.env_on_device or vecenv.agents_per_batch == self.num_agents or vecenv.fixed_batches
+        self.graph_rollout = use_graphs and fixed_steps and self.segments % self.num_agents == 0
         if use_compile or (use_graphs and not self.graph_rollout):
             mode = "reduce-overhead" if use_graphs and not self.graph_rollout else "default"
             self.forward_eval = torch.compile(self.policy.forward_eval, mode=mode, dynamic=False)
-        # What device_step steps: the env itself, or the staged copies of a host env's buffers.
-        self.step_env = vecenv if self.env_on_device else HostStepStaging(vecenv, self.device) if self.graph_rollout else None
-        self.rollout_graphs = None  # {first column of a segment?: graph} once captured
-        self.rollout_warmup_steps = 0
+        # What device_step steps, per run of agents: the env itself, or staged copies of a host
+        # env's buffers (made at a batch's first step).
+        self.step_envs = {(0, self.num_agents): vecenv} if self.env_on_device else {}
+        self.rollout_graphs = {}  # {(first agent, end, first column of a segment?): graph}
+        self.rollout_warmups = collections.Counter()  # eager steps per run of agents
         self.rollout_step = torch.zeros((), dtype=torch.int64, device=self.device)
         self.agent_rows = torch.arange(self.num_agents, device=self.device)
         # Gradients are averaged across ranks outside the graph's reach.
@@ -518,10 +521,13 @@ class PuffeRL:
             rows, cols, stored = buffer.place(env_ids, masks)
             first_row = buffer.first_of_row_run(rows, cols)
             everyone = len(env_ids) == self.num_agents and np.array_equal(env_ids, self.agent_ids)
-            if self.graph_rollout and everyone and stored.all() and first_row is not None and first_row % self.num_agents == 0:
-                # Agent i at row first_row + i: the step device_step takes at this index.
+            agents = slice(int(env_ids[0]), int(env_ids[0]) + len(env_ids)) if len(env_ids) else None
+            in_order = agents is not None and np.array_equal(env_ids, self.agent_ids[agents])
+            if (self.graph_rollout and in_order and stored.all() and first_row is not None
+                    and first_row % self.num_agents == agents.start):
+                # Agent i at row first_row - agents.start + i: the step device_step takes here.
                 step = first_row // self.num_agents * self.horizon + int(cols[0])
-                actions = self.host_step(step, obs, rewards, terminals, truncations)
+                actions = self.host_step(step, agents, obs, rewards, terminals, truncations)
             else:
                 # Every copy from the env's buffers is queued before the actions are fetched, which
                 # waits for them: the env's next step cannot overwrite a buffer mid-copy.
@@ -551,7 +557,7 @@ class PuffeRL:
         for step in range(self.segments // self.num_agents * self.horizon):
             if self.stop_requested and self.world.size == 1:
                 return False
-            self.run_device_step(step % self.horizon == 0)
+            self.run_device_step(step % self.horizon == 0, slice(0, self.num_agents))
         self.global_step += self.batch_size * self.world.size
         logs = self.vecenv.gpu_sync_logs()
         self.episode_stats = self.world.merge_stats(mean_infos([logs] if logs else []))
@@ -559,40 +565,45 @@ class PuffeRL:
         self.timings["rollout"] = time.time() - start
         return True
 
-    def host_step(self, step, obs, rewards, terminals, truncations):
-        """Step ``step`` of the batch for every agent of a host env, as device_step: the env's
-        buffers copied in, the step's graph replayed, the actions fetched (numpy)."""
-        self.step_env.load(obs, rewards, terminals, truncations)
+    def host_step(self, step, agents, obs, rewards, terminals, truncations):
+        """Step ``step`` of the batch for the run ``agents`` (a slice) of a host env's agents, as
+        device_step: the env's buffers copied in, the step's graph replayed, the actions fetched
+        (numpy)."""
+        key = (agents.start, agents.stop)
+        if key not in self.step_envs:
+            self.step_envs[key] = HostStepStaging(self.vecenv, agents.stop - agents.start, self.device)
+        staging = self.step_envs[key]
+        staging.load(obs, rewards, terminals, truncations)
         self.rollout_step.fill_(step)
-        self.run_device_step(step % self.horizon == 0)
-        return self.step_env.fetch_actions()
+        self.run_device_step(step % self.horizon == 0, agents)
+        return staging.fetch_actions()
 
-    def run_device_step(self, first_column):
+    def run_device_step(self, first_column, agents):
         """device_step, as a replay of its CUDA graph once captured (after eager warm-up steps on
         a side stream have compiled it and created its lazy state), or eagerly without graphs."""
-        if self.rollout_graphs:
-            self.rollout_graphs[first_column].replay()
+        key = (agents.start, agents.stop)
+        if (*key, first_column) in self.rollout_graphs:
+            self.rollout_graphs[(*key, first_column)].replay()
         elif not self.graph_rollout:
-            self.device_step(first_column)
+            self.device_step(first_column, agents)
         else:
             with side_stream(self.device):
-                self.device_step(first_column)
-            self.rollout_warmup_steps += 1
-            if self.rollout_warmup_steps == self.GRAPH_WARMUP:
-                self.rollout_graphs = {
-                    first: capture_graph(functools.partial(self.device_step, first), self.generator)[0]
-                    for first in (True, False)
-                }
+                self.device_step(first_column, agents)
+            self.rollout_warmups[key] += 1
+            if self.rollout_warmups[key] == self.GRAPH_WARMUP:
+                for first in (True, False):
+                    step = functools.partial(self.device_step, first, agents)
+                    self.rollout_graphs[(*key, first)] = capture_graph(step, self.generator)[0]
 
-    def device_step(self, first_column):
-        """Step t of the batch (``rollout_step``, on the device) for every agent of a device-hook
-        env or of a host env's staged buffers (``step_env``): act, store agent i's step at row
-        (t // horizon) * agents + i, column t % horizon, and step the env. Device work only, so a
-        CUDA graph can replay it."""
-        env = self.step_env
+    def device_step(self, first_column, agents):
+        """Step t of the batch (``rollout_step``, on the device) for the run ``agents`` (a slice)
+        of a device-hook env's agents or of a host env's staged buffers (``step_envs``): act,
+        store agent i's step at row (t // horizon) * num_agents + i, column t % horizon, and step
+        the env. Device work only, so a CUDA graph can replay it."""
+        env = self.step_envs[(agents.start, agents.stop)]
         dones = env.terminals | env.truncations
-        action, logprob, value, state = self.act(env.observations, dones)
-        rows = torch.div(self.rollout_step, self.horizon, rounding_mode="floor") * self.num_agents + self.agent_rows
+        action, logprob, value, state = self.act(env.observations, dones, agents)
+        rows = torch.div(self.rollout_step, self.horizon, rounding_mode="floor") * self.num_agents + self.agent_rows[agents]
         column = (self.rollout_step % self.horizon).reshape(1)  # a 0-d index would be read on the host
         self.buffer.write_at(rows, column, first_column,
                              env.observations, dones, env.truncations, action, logprob, value, env.rewards, state)

@@ -264,6 +264,9 @@ class VecEnv(ABC):
     """
 
     default_workers_limit = None
+    # True where every recv returns the agents of one fixed run of contiguous workers, the runs in
+    # turn (the in-process backends): a trainer may then prepare one step per run.
+    fixed_batches = False
 
     def __init__(
         self,
@@ -636,6 +639,7 @@ class Serial(VecEnv):
     """
 
     default_workers_limit = 1
+    fixed_batches = True
 
     def __init__(
         self,

@@ -314,8 +314,8 @@ class SegmentBuffer:
 class HostStepStaging:
     """A host env's step of ``count`` agents as ``PuffeRL.device_step`` sees an env with device
     hooks: device copies of the env's observations, rewards and flags, loaded before each step, and
-    the actions the step chose, fetched after it. The copies sit outside the step's CUDA graph, which then reads and
-    writes the same tensors at every replay."""
+    the actions the step chose, fetched after it. The copies sit outside the step's CUDA graph,
+    which then reads and writes the same tensors at every replay."""
 
     def __init__(self, vecenv, count, device):
         observation_space, action_space = vecenv.single_observation_space, vecenv.single_action_space

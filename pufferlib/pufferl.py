@@ -164,6 +164,15 @@ def build_optimizer(policy, train):
     return CombinedOptimizer([muon, torch.optim.Adam(others, **adam)])
 
 
+def flat_copies(tensors):
+    """A flat buffer for copies of ``tensors`` (on their device, of their dtype) and its views
+    shaped as each of them."""
+    if len({t.dtype for t in tensors}) > 1:
+        raise ValueError(f"flat_copies needs tensors of one dtype, got {sorted({str(t.dtype) for t in tensors})}")
+    flat = torch.zeros(sum(t.numel() for t in tensors), dtype=tensors[0].dtype, device=tensors[0].device)
+    return flat, [view.view_as(t) for view, t in zip(flat.split([t.numel() for t in tensors]), tensors)]
+
+
 def cosine_lr(base_lr, progress):
     """Cosine decay from base_lr at progress 0 to 0 at progress 1."""
     return base_lr * 0.5 * (1.0 + math.cos(math.pi * min(max(progress, 0.0), 1.0)))
@@ -409,7 +418,11 @@ class PuffeRL:
         self.lr_scale = torch.ones((), device=self.device)  # the schedule's rate over the base rate
         self.beta = torch.zeros((), device=self.device)  # the replay's importance-weight exponent
         self.totals = {}  # each loss statistic summed over the epoch's minibatches
-        self.step_start_weights = [p.detach().clone() for p in self.policy.parameters()]
+        # The weights before each optimizer step and the step's scaled result, as views into one
+        # flat buffer each: the choice between them (halted or not) is then one kernel.
+        parameters = list(self.policy.parameters())
+        self.step_start_flat, self.step_start_weights = flat_copies(parameters)
+        self.step_result_flat, self.step_results = flat_copies(parameters)
         self.halted = torch.zeros((), dtype=torch.bool, device=self.device)  # a non-finite minibatch this epoch
         self.finite_minibatches = torch.zeros((), dtype=torch.int64, device=self.device)  # this epoch's, before it
 
@@ -670,17 +683,20 @@ class PuffeRL:
         with torch.no_grad():
             torch._foreach_copy_(self.step_start_weights, parameters)
             self.optimizer.step()
-            change = torch._foreach_sub(parameters, self.step_start_weights)
-            torch._foreach_mul_(change, self.lr_scale)
-            torch._foreach_add_(change, self.step_start_weights)
+            torch._foreach_copy_(self.step_results, parameters)
+            torch._foreach_sub_(self.step_results, self.step_start_weights)
+            torch._foreach_mul_(self.step_results, self.lr_scale)
+            torch._foreach_add_(self.step_results, self.step_start_weights)
             # The first non-finite loss or gradient halts the epoch's updates on the device, with
             # no host wait: from then on every minibatch keeps the weights of the last finite one.
             self.halted |= ~(torch.isfinite(loss.detach()) & torch.isfinite(stats["grad_norm"]))
             self.finite_minibatches += ~self.halted
-            for parameter, updated, kept in zip(parameters, change, self.step_start_weights):
-                parameter.copy_(torch.where(self.halted, kept, updated))
-        for key, value in stats.items():
-            self.totals.setdefault(key, torch.zeros((), device=self.device)).add_(value.detach().float())
+            torch.where(self.halted, self.step_start_flat, self.step_result_flat, out=self.step_result_flat)
+            torch._foreach_copy_(parameters, self.step_results)
+        if not self.totals:  # views of one tensor, so that a minibatch adds its statistics in one kernel
+            self.stat_totals = torch.zeros(len(stats), device=self.device)
+            self.totals = dict(zip(stats, self.stat_totals.unbind()))
+        self.stat_totals.add_(torch.stack([value.detach().float() for value in stats.values()]))
         return advantages
 
     def run_minibatches(self):

@@ -212,6 +212,7 @@ class SegmentBuffer:
         self.values = torch.zeros(shape, device=device)
         self.start_state = start_state
         self.device = device
+        self.agent_ids = np.arange(num_agents)
         self.row_of = np.full(num_agents, self.UNASSIGNED)
         self.col_of = np.zeros(num_agents, dtype=np.int64)
         self.begin()
@@ -232,7 +233,8 @@ class SegmentBuffer:
         those starting one: (rows, columns, stored), the rows and columns of the agents ``stored``
         selects (padded agents and those left without a row are not stored). The rows' fill
         advances by this step, so each step is placed once."""
-        rows = self.row_of[env_ids]
+        index = self.run_of(env_ids)
+        rows = self.row_of[index].copy()
         fresh = masks & (rows == self.UNASSIGNED)
         if fresh.any():
             new_rows = np.arange(self.next_row, self.next_row + int(fresh.sum()))
@@ -241,14 +243,26 @@ class SegmentBuffer:
             self.row_of[env_ids[fresh]] = new_rows
             self.next_row += len(new_rows)
         stored = masks & (rows >= 0)
-        env_ids, rows = env_ids[stored], rows[stored]
-        cols = self.col_of[env_ids]
-        self.col_of[env_ids] = cols + 1
+        if not stored.all():
+            env_ids, rows = env_ids[stored], rows[stored]
+            index = env_ids
+        cols = self.col_of[index].copy()
+        self.col_of[index] += 1
         full = env_ids[cols + 1 == self.horizon]
         self.filled += len(full)
         self.row_of[full] = self.UNASSIGNED
         self.col_of[full] = 0
         return rows, cols, stored
+
+    def run_of(self, env_ids):
+        """``env_ids`` as a slice when they are a run of agents in order (a synchronous env's
+        step, one of its fixed batches): the per-agent records are then read and written as
+        views instead of gathered and scattered."""
+        if len(env_ids):
+            first = int(env_ids[0])
+            if np.array_equal(env_ids, self.agent_ids[first:first + len(env_ids)]):
+                return slice(first, first + len(env_ids))
+        return env_ids
 
     @staticmethod
     def first_of_row_run(rows, cols):
@@ -377,7 +391,6 @@ class PuffeRL:
             self.device = str(env_device)
         self.policy = policy.to(self.device)
         self.num_agents = vecenv.num_agents
-        self.agent_ids = np.arange(self.num_agents)
 
         # Batch geometry: the batch is `segments` rows of `horizon` consecutive steps of one agent.
         self.horizon = train["horizon"]
@@ -533,10 +546,8 @@ class PuffeRL:
                 self.finished_once[env_ids[dones]] = True
             rows, cols, stored = buffer.place(env_ids, masks)
             first_row = buffer.first_of_row_run(rows, cols)
-            everyone = len(env_ids) == self.num_agents and np.array_equal(env_ids, self.agent_ids)
-            agents = slice(int(env_ids[0]), int(env_ids[0]) + len(env_ids)) if len(env_ids) else None
-            in_order = agents is not None and np.array_equal(env_ids, self.agent_ids[agents])
-            if (self.graph_rollout and in_order and stored.all() and first_row is not None
+            agents = buffer.run_of(env_ids)
+            if (self.graph_rollout and isinstance(agents, slice) and stored.all() and first_row is not None
                     and first_row % self.num_agents == agents.start):
                 # Agent i at row first_row - agents.start + i: the step device_step takes here.
                 step = first_row // self.num_agents * self.horizon + int(cols[0])
@@ -548,7 +559,7 @@ class PuffeRL:
                 rewards = torch.as_tensor(rewards).to(device, non_blocking=True)
                 dones = torch.as_tensor(dones).to(device, non_blocking=True)
                 truncated = torch.as_tensor(truncations).to(device, non_blocking=True)
-                agents = slice(None) if everyone else torch.as_tensor(env_ids, device=device)
+                agents = slice(None) if agents == slice(0, self.num_agents) else torch.as_tensor(env_ids, device=device)
                 action, logprob, value, state = self.act(obs, dones, agents)
                 actions = action.cpu().numpy()
                 buffer.write_placed(rows, cols, stored, obs, dones, truncated, action, logprob, value, rewards, state)

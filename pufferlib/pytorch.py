@@ -54,11 +54,12 @@ def sample_logits(logits, action=None, generator=None):
         log_probs = torch.log_softmax(component.float(), dim=-1)
         if action is None:
             # Inverse-CDF sampling: a handful of elementwise kernels, where torch.multinomial
-            # costs hundreds of microseconds of host time per call on a GPU. The sum runs down
-            # the transpose's columns: a GPU scans a short innermost dimension slowly, while along
-            # the outer one each thread sums one row of the batch, in the order a CPU does.
+            # costs hundreds of microseconds of host time per call on a GPU. A GPU scans rows of a
+            # few actions slowly along the innermost dimension; down the transpose's columns each
+            # thread sums one row instead (BENCHMARKS.md, "the host rollout's bookkeeping").
             uniform = torch.rand((*log_probs.shape[:-1], 1), generator=generator, device=log_probs.device)
-            cdf = log_probs.exp().T.cumsum(0).T
+            probs = log_probs.exp()
+            cdf = probs.T.cumsum(0).T if probs.shape[-1] < 16 else probs.cumsum(-1)
             picked = (cdf < uniform).sum(-1, keepdim=True).clamp_(max=log_probs.shape[-1] - 1)
         else:
             picked = columns[:, i : i + 1]

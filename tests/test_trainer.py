@@ -11,10 +11,12 @@ import time
 from pathlib import Path
 
 import gymnasium
+import hypothesis
 import numpy as np
 import pytest
 import torch
 from conftest import unavailable
+from hypothesis import strategies as st
 
 import ocean
 import pufferlib
@@ -717,6 +719,47 @@ def store_step(buffer, env_ids, step, masks=None, state=()):
     obs = torch.tensor(100.0 * env_ids + step, dtype=torch.float32).view(n, 1)
     zeros = torch.zeros(n)
     return buffer.store(env_ids, masks, obs, zeros.bool(), zeros.bool(), zeros.long(), zeros, zeros, zeros, state)
+
+
+def place_one_by_one(records, segments, horizon, env_ids, masks):
+    """The plain loop SegmentBuffer.place stands for: agent by agent, in the step's order."""
+    rows, cols, stored = [], [], []
+    for agent, mask in zip(env_ids.tolist(), masks.tolist()):
+        if mask and agent not in records["row"]:
+            records["row"][agent] = records["next_row"] if records["next_row"] < segments else None
+            records["next_row"] += 1
+        keep = bool(mask) and records["row"].get(agent) is not None
+        stored.append(keep)
+        if keep:
+            rows.append(records["row"][agent])
+            cols.append(records["col"].get(agent, 0))
+            records["col"][agent] = cols[-1] + 1
+            if records["col"][agent] == horizon:
+                del records["row"][agent], records["col"][agent]
+                records["filled"] += 1
+    return rows, cols, stored
+
+
+@hypothesis.settings(max_examples=60, deadline=None)
+@hypothesis.given(st.data())
+def test_segment_buffer_places_steps_as_the_plain_loop_does(data):
+    """Steps of runs of agents in order (read through slices), of agents in any order and of padded
+    agents all land where the agent-by-agent loop puts them, until the batch is full."""
+    num_agents = data.draw(st.integers(1, 9))
+    segments, horizon = data.draw(st.integers(1, 12)), data.draw(st.integers(1, 4))
+    buffer = segment_buffer(segments, horizon, num_agents)
+    records = {"row": {}, "col": {}, "next_row": 0, "filled": 0}
+    for _ in range(data.draw(st.integers(1, 25))):
+        if data.draw(st.booleans()):
+            first = data.draw(st.integers(0, num_agents - 1))
+            env_ids = np.arange(first, data.draw(st.integers(first + 1, num_agents)))
+        else:
+            env_ids = np.array(data.draw(st.permutations(range(num_agents)))[:data.draw(st.integers(1, num_agents))])
+        masks = np.array(data.draw(st.lists(st.booleans(), min_size=len(env_ids), max_size=len(env_ids))))
+        rows, cols, stored = buffer.place(env_ids, masks)
+        expected = place_one_by_one(records, segments, horizon, env_ids, masks)
+        assert (rows.tolist(), cols.tolist(), stored.tolist()) == expected
+        assert buffer.full == (records["filled"] >= segments)
 
 
 def test_segment_buffer_skips_padded_agents():

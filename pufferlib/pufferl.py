@@ -228,12 +228,13 @@ class SegmentBuffer:
     def full(self):
         return self.filled >= self.segments
 
-    def place(self, env_ids, masks):
+    def place(self, env_ids, masks, run=None):
         """Where one step of the agents ``env_ids`` (numpy ids and masks) goes, a fresh row for
         those starting one: (rows, columns, stored), the rows and columns of the agents ``stored``
         selects (padded agents and those left without a row are not stored). The rows' fill
-        advances by this step, so each step is placed once."""
-        index = self.run_of(env_ids)
+        advances by this step, so each step is placed once. ``run``: ``run_of(env_ids)``, where
+        the caller has it already."""
+        index = self.run_of(env_ids) if run is None else run
         rows = self.row_of[index].copy()
         fresh = masks & (rows == self.UNASSIGNED)
         if fresh.any():
@@ -544,9 +545,9 @@ class PuffeRL:
                 infos.extend(step_infos if isinstance(step_infos, list) else [step_infos])
             else:
                 self.finished_once[env_ids[dones]] = True
-            rows, cols, stored = buffer.place(env_ids, masks)
-            first_row = buffer.first_of_row_run(rows, cols)
             agents = buffer.run_of(env_ids)
+            rows, cols, stored = buffer.place(env_ids, masks, agents)
+            first_row = buffer.first_of_row_run(rows, cols)
             if (self.graph_rollout and isinstance(agents, slice) and stored.all() and first_row is not None
                     and first_row % self.num_agents == agents.start):
                 # Agent i at row first_row - agents.start + i: the step device_step takes here.

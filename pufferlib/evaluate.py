@@ -7,13 +7,15 @@ counted until every agent has finished one episode, by which time their episodes
 in time, and then every episode that ends counts.
 """
 
+import functools
 from collections import deque
 
 import numpy as np
 import torch
 
 from pufferlib.environment import mean_infos
-from pufferlib.pytorch import clear_finished, sample_logits
+from pufferlib.pufferl import policy_act
+from pufferlib.pytorch import sampling_noise
 
 
 def score_policy(trainer, env, seed, min_episodes, max_steps):
@@ -23,8 +25,8 @@ def score_policy(trainer, env, seed, min_episodes, max_steps):
     (``episodes``: how many were counted; empty if none). Training's RNG streams and memory are
     left untouched: its next epoch is the same whether or not this ran."""
     policy, device = trainer.policy, trainer.device
-    # The trainer's compiled forward is specialized to its batch; another batch would recompile it.
-    forward = trainer.forward_eval if env.num_agents == trainer.num_agents else policy.forward_eval
+    # The trainer's compiled step is specialized to its batch; another batch would recompile it.
+    act = trainer.policy_act if env.num_agents == trainer.num_agents else functools.partial(policy_act, policy)
     generator = torch.Generator(device=device)
     generator.manual_seed(seed)
     state = policy.initial_state(env.num_agents, device)
@@ -44,10 +46,10 @@ def score_policy(trainer, env, seed, min_episodes, max_steps):
         # reports before it hold the synchronized first episodes.
         counting = counting or bool(finished_once.all())
         agents = torch.as_tensor(np.asarray(env_ids), device=device)
+        noise = sampling_noise(env.single_action_space, len(env_ids), generator, device)
         with torch.inference_mode(), trainer.autocast():
-            acting = clear_finished(tuple(s[agents] for s in state), torch.as_tensor(dones, device=device))
-            logits, _, new_state = forward(torch.as_tensor(obs).to(device), acting)
-            action, _, _ = sample_logits(logits, generator=generator)
+            acting = tuple(s[agents] for s in state)
+            action, _, _, _, new_state = act(torch.as_tensor(obs).to(device), acting, torch.as_tensor(dones, device=device), noise)
         for k, s in enumerate(new_state):
             state[k][agents] = s
         env.send(action.cpu().numpy())

@@ -37,6 +37,7 @@ from pufferlib.pytorch import (
     linear_scan,
     load_optimizer_state,
     sample_logits,
+    sampling_noise,
     side_stream,
     torch_dtype,
 )
@@ -131,6 +132,17 @@ def ppo_loss(policy, obs, state, resets, actions, old_logprobs, old_values, adva
 
 
 # The optimizer -------------------------------------------------------------------------------
+
+
+def policy_act(policy, obs, state, dones, noise):
+    """One acting step: the memory of agents whose episode just ended cleared, the forward pass,
+    and actions sampled with ``noise`` (``sampling_noise``). One graph, compiled as a whole on a
+    GPU, so the memory reset and the sampling fuse with the kernels around them. Returns (actions,
+    log-probabilities, values, the state acted from, the new state)."""
+    state = clear_finished(state, dones)
+    logits, value, new_state = policy.forward_eval(obs, state)
+    action, logprob, _ = sample_logits(logits, noise=noise)
+    return action, logprob, value, state, new_state
 
 
 def build_optimizer(policy, train):
@@ -451,7 +463,7 @@ class PuffeRL:
         device_type = self.device.split(":")[0]
         bf16 = functools.partial(torch.autocast, device_type, dtype=torch.bfloat16)
         self.autocast = bf16 if precision == "bfloat16" else contextlib.nullcontext
-        self.forward_eval = self.policy.forward_eval
+        self.policy_act = functools.partial(policy_act, self.policy)
         self.minibatch_loss = functools.partial(
             ppo_loss, self.policy, clip_coef=train["clip_coef"], vf_clip_coef=train["vf_clip_coef"],
             vf_coef=train["vf_coef"], ent_coef=train["ent_coef"],
@@ -468,7 +480,7 @@ class PuffeRL:
         self.graph_rollout = use_graphs and fixed_steps and self.segments % self.num_agents == 0
         if use_compile or (use_graphs and not self.graph_rollout):
             mode = "reduce-overhead" if use_graphs and not self.graph_rollout else "default"
-            self.forward_eval = torch.compile(self.policy.forward_eval, mode=mode, dynamic=False)
+            self.policy_act = torch.compile(self.policy_act, mode=mode, dynamic=False)
         # What device_step steps, per run of agents: the env itself, or staged copies of a host
         # env's buffers (made at a batch's first step).
         self.step_envs = {(0, self.num_agents): vecenv} if self.env_on_device else {}
@@ -517,10 +529,9 @@ class PuffeRL:
     def act(self, obs, dones, agents=slice(None)):
         """The policy's actions for ``agents``, from the memory they had (cleared where their
         episode just ended). Returns (actions, logprobs, values, the state they acted from)."""
+        noise = sampling_noise(self.vecenv.single_action_space, obs.shape[0], self.generator, self.device)
         with torch.inference_mode(), self.autocast():
-            state = clear_finished(tuple(s[agents] for s in self.state), dones)
-            logits, value, new_state = self.forward_eval(obs, state)
-            action, logprob, _ = sample_logits(logits, generator=self.generator)
+            action, logprob, value, state, new_state = self.policy_act(obs, tuple(s[agents] for s in self.state), dones, noise)
         for k, s in enumerate(new_state):
             self.state[k][agents] = s
         return action, logprob, value, state

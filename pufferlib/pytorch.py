@@ -2,6 +2,7 @@
 
 import contextlib
 
+import gymnasium
 import torch
 from torch import nn
 from torch.distributions import Normal
@@ -30,18 +31,31 @@ class Float32Linear(nn.Linear):
             return super().forward(x.float())
 
 
-def sample_logits(logits, action=None, generator=None):
+def sampling_noise(action_space, rows, generator=None, device=None):
+    """The random numbers ``sample_logits`` turns into ``rows`` actions of ``action_space``: one
+    uniform per row and component for Discrete and MultiDiscrete actions, one standard normal per
+    row and dimension for Box. Drawn apart from the sampling, a compiled policy step can take them
+    as an input, where torch.compile cannot draw from a generator of its own."""
+    if isinstance(action_space, gymnasium.spaces.Box):
+        return torch.randn((rows, *action_space.shape), generator=generator, device=device)
+    components = action_space.nvec.size if isinstance(action_space, gymnasium.spaces.MultiDiscrete) else 1
+    return torch.rand((rows, components), generator=generator, device=device)
+
+
+def sample_logits(logits, action=None, generator=None, noise=None):
     """Samples (or scores, when ``action`` is given) actions from a policy's output.
 
     ``logits`` is what ``decode_actions`` returns: a [B, n] tensor for Discrete actions, a list of
     [B, n_i] tensors for MultiDiscrete, or a ``torch.distributions.Normal`` for Box. Returns
     (action, log-probability [B], entropy [B]); log-probabilities and entropies of the components
     of MultiDiscrete and Box actions are summed, as the components are sampled independently.
-    ``generator`` makes sampling reproducible without touching torch's global RNG.
+    ``noise`` is the draw ``sampling_noise`` makes for these actions; when omitted, it is drawn
+    here from ``generator`` (torch's global RNG if that is omitted too).
     """
     if isinstance(logits, Normal):
         if action is None:
-            noise = torch.randn(logits.loc.shape, generator=generator, device=logits.loc.device)
+            if noise is None:
+                noise = torch.randn(logits.loc.shape, generator=generator, device=logits.loc.device)
             action = logits.loc + logits.scale * noise
         return action, logits.log_prob(action).sum(-1), logits.entropy().sum(-1)
 
@@ -49,6 +63,9 @@ def sample_logits(logits, action=None, generator=None):
     components = logits if multi else [logits]
     if action is not None:
         columns = action.reshape(action.shape[0], -1).long()
+    elif noise is None:
+        rows, device = components[0].shape[0], components[0].device
+        noise = torch.rand((rows, len(components)), generator=generator, device=device)
     chosen, logprob, entropy = [], 0, 0
     for i, component in enumerate(components):
         log_probs = torch.log_softmax(component.float(), dim=-1)
@@ -57,10 +74,9 @@ def sample_logits(logits, action=None, generator=None):
             # costs hundreds of microseconds of host time per call on a GPU. A GPU scans rows of a
             # few actions slowly along the innermost dimension; down the transpose's columns each
             # thread sums one row instead (BENCHMARKS.md, "the host rollout's bookkeeping").
-            uniform = torch.rand((*log_probs.shape[:-1], 1), generator=generator, device=log_probs.device)
             probs = log_probs.exp()
             cdf = probs.T.cumsum(0).T if probs.shape[-1] < 16 else probs.cumsum(-1)
-            picked = (cdf < uniform).sum(-1, keepdim=True).clamp_(max=log_probs.shape[-1] - 1)
+            picked = (cdf < noise[:, i : i + 1]).sum(-1, keepdim=True).clamp_(max=log_probs.shape[-1] - 1)
         else:
             picked = columns[:, i : i + 1]
         chosen.append(picked)

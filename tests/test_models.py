@@ -8,7 +8,7 @@ from torch.distributions import Categorical
 
 from pufferlib.frameworks import cleanrl
 from pufferlib.models import Convolutional, Default, LSTMWrapper, MinGRU, MinGRUWrapper
-from pufferlib.pytorch import linear_scan, sample_logits
+from pufferlib.pytorch import linear_scan, sample_logits, sampling_noise
 
 
 class FakeEnv:
@@ -123,6 +123,23 @@ def test_sampling_is_reproducible_with_a_generator():
     first = sample_logits(logits, generator=torch.Generator().manual_seed(3))[0]
     second = sample_logits(logits, generator=torch.Generator().manual_seed(3))[0]
     assert torch.equal(first, second)
+
+
+@pytest.mark.parametrize("kind", ACTION_SPACES)
+def test_noise_drawn_beforehand_samples_what_the_generator_would(kind):
+    """The trainer's compiled step takes its random numbers as an input (``sampling_noise``): from
+    the same generator state they must pick the actions ``sample_logits`` picks drawing them
+    itself, and other numbers must pick others."""
+    space = ACTION_SPACES[kind]
+    policy = Default(FakeEnv(BOX_OBS, space), hidden_size=32)
+    logits, _, _ = policy.forward_eval(torch.randn(64, 6), ())
+    drawn = sample_logits(logits, generator=torch.Generator().manual_seed(3))
+    noise = sampling_noise(space, 64, torch.Generator().manual_seed(3))
+    given = sample_logits(logits, noise=noise)
+    for a, b in zip(drawn, given):
+        assert torch.equal(a, b)
+    other = sample_logits(logits, noise=sampling_noise(space, 64, torch.Generator().manual_seed(4)))[0]
+    assert not torch.equal(other, given[0])
 
 
 def test_convolutional_policy_on_images():

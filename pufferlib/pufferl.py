@@ -481,6 +481,7 @@ class PuffeRL:
         if use_compile or (use_graphs and not self.graph_rollout):
             mode = "reduce-overhead" if use_graphs and not self.graph_rollout else "default"
             self.policy_act = torch.compile(self.policy_act, mode=mode, dynamic=False)
+        self.record = torch.compile(self.record_step, dynamic=False) if use_compile else self.record_step
         # What device_step steps, per run of agents: the env itself, or staged copies of a host
         # env's buffers (made at a batch's first step).
         self.step_envs = {(0, self.num_agents): vecenv} if self.env_on_device else {}
@@ -639,11 +640,17 @@ class PuffeRL:
         env = self.step_envs[(agents.start, agents.stop)]
         dones = env.terminals | env.truncations
         action, logprob, value, state = self.act(env.observations, dones, agents)
+        with torch.inference_mode():
+            self.record(first_column, agents, env.observations, dones, env.truncations, action, logprob, value, env.rewards, state)
+        env.gpu_step(action)
+
+    def record_step(self, first_column, agents, obs, dones, truncations, actions, logprobs, values, rewards, state):
+        """Stores step t (``rollout_step``) of the run ``agents`` at row (t // horizon) * num_agents
+        + i, column t % horizon, and moves t on. Compiled on a GPU into a few kernels, where the
+        indices and each field's write would each be one."""
         rows = torch.div(self.rollout_step, self.horizon, rounding_mode="floor") * self.num_agents + self.agent_rows[agents]
         column = (self.rollout_step % self.horizon).reshape(1)  # a 0-d index would be read on the host
-        self.buffer.write_at(rows, column, first_column,
-                             env.observations, dones, env.truncations, action, logprob, value, env.rewards, state)
-        env.gpu_step(action)
+        self.buffer.write_at(rows, column, first_column, obs, dones, truncations, actions, logprobs, values, rewards, state)
         self.rollout_step.add_(1)
 
     def train(self):

@@ -32,6 +32,7 @@ from pufferlib.distributed import World
 from pufferlib.environment import mean_infos
 from pufferlib.pytorch import (
     CombinedOptimizer,
+    allow_recompiles,
     capture_graph,
     clear_finished,
     linear_scan,
@@ -386,6 +387,7 @@ class PuffeRL:
     batch, ``train()`` learns from it."""
 
     GRAPH_WARMUP = 3  # eager minibatches before the update's CUDA graph is captured
+    COMPILED_VERSIONS = 8  # what one trainer may add to each compiled function's versions
 
     def __init__(self, config, vecenv, policy, world=None):
         self.config = config
@@ -470,6 +472,7 @@ class PuffeRL:
         )
         self.advantage_kernel = compute_advantages
         if use_compile:
+            allow_recompiles(self.COMPILED_VERSIONS)
             self.minibatch_loss = torch.compile(self.minibatch_loss, dynamic=False)
             self.advantage_kernel = torch.compile(compute_advantages, dynamic=False)
         # When each step covers every agent or one fixed batch of them (an env with device hooks, a

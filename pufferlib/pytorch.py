@@ -263,6 +263,16 @@ def side_stream(device):
     current.wait_stream(side)
 
 
+def allow_recompiles(versions):
+    """Lets torch.compile keep ``versions`` more compiled versions of each function, and in all.
+    Compiled code is cached per function, not per trainer: a process that builds many trainers of
+    other shapes (a sweep's trials, a test session) would otherwise reach Dynamo's limits and
+    silently run every later trainer eagerly."""
+    config = torch._dynamo.config
+    config.recompile_limit += versions
+    config.accumulated_recompile_limit += versions
+
+
 def capture_graph(function, generator):
     """Captures one call of ``function`` (already warmed up) as a CUDA graph, without running it.
     Returns (graph, what the captured call returned: its tensors are rewritten by each replay).

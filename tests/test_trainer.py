@@ -17,6 +17,7 @@ import pytest
 import torch
 from conftest import unavailable
 from hypothesis import strategies as st
+from torch._dynamo.utils import counters as dynamo_counters
 
 import ocean
 import pufferlib
@@ -459,6 +460,20 @@ def test_gpu_speedups_learn_as_fp32_eager_does(env_name):
     fast = ["--train.precision", "bfloat16", "--train.compile", "true", "--train.cudagraphs", "true"]
     for flags in (plain, fast):
         assert solves(config_for(env_name, "--train.device", "cuda", *flags), max_epochs=250), flags
+
+
+def test_trainers_of_many_shapes_in_one_process_all_act_compiled():
+    """torch.compile caches compiled code per function, not per trainer, and by default keeps 8
+    versions of each: a sweep or a test session that builds more trainers of other shapes must
+    still compile the later ones' steps rather than silently run them eagerly."""
+    for n in range(1, 11):
+        trainer = make_trainer(config_for("puffer_squared", "--train.compile", "true", "--vec.num-envs", str(8 * n),
+                                          "--train.horizon", "4", "--train.minibatch-size", str(32 * n)))
+        graphs = dynamo_counters["stats"]["unique_graphs"]
+        obs = torch.zeros((8 * n, *trainer.buffer.observations.shape[2:]), dtype=trainer.buffer.observations.dtype)
+        trainer.act(obs, torch.zeros(8 * n, dtype=torch.bool))
+        assert dynamo_counters["stats"]["unique_graphs"] > graphs, f"the trainer of {8 * n} envs acted eagerly"
+        trainer.close()
 
 
 def test_seeded_runs_are_reproducible():

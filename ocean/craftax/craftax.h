@@ -136,12 +136,13 @@ static void generate_reset_pool(GameState* pool, int first, int last, int pool_s
 #ifdef __CUDACC__
 // Copies reset pool worlds on the device, called by all 32 lanes of a warp: src is the lane's
 // world, or NULL for a lane that has none to copy. The whole warp copies each lane's world in
-// turn, so that its loads and stores cover consecutive 16-byte vectors with eight loads in flight
-// per lane before their stores: otherwise the one or two lanes of a warp that reset in a step
-// would copy 148 KB alone, holding up the whole reset kernel.
+// turn, so that its loads and stores cover consecutive 16-byte vectors: otherwise the one or two
+// lanes of a warp that reset in a step would copy 148 KB alone, holding up the whole reset kernel.
+// A copy is a chain of round trips to memory, one per batch of loads in flight; 32 per lane (512
+// bytes) make a world about nine of them.
 __device__ static void copy_game_states_in_warp(GameState* dst, const GameState* src) {
     CRAFTAX_STATIC_ASSERT(sizeof(GameState) % sizeof(uint4) == 0, "GameState is whole 16-byte vectors");
-    enum { VECTORS = sizeof(GameState) / sizeof(uint4), IN_FLIGHT = 8, LANES = 32 };
+    enum { VECTORS = sizeof(GameState) / sizeof(uint4), IN_FLIGHT = 32, LANES = 32 };
     const unsigned warp = 0xFFFFFFFFu;
     unsigned lane = threadIdx.x % LANES;
     for (unsigned pending = __ballot_sync(warp, src != NULL); pending != 0; pending &= pending - 1u) {

@@ -132,9 +132,6 @@ def ppo_loss(policy, obs, state, resets, actions, old_logprobs, old_values, adva
     return loss, ratio.detach(), stats
 
 
-# The optimizer -------------------------------------------------------------------------------
-
-
 def policy_act(policy, obs, state, dones, noise):
     """One acting step: the memory of agents whose episode just ended cleared, the forward pass,
     and actions sampled with ``noise`` (``sampling_noise``). One graph, compiled as a whole on a
@@ -144,6 +141,9 @@ def policy_act(policy, obs, state, dones, noise):
     logits, value, new_state = policy.forward_eval(obs, state)
     action, logprob, _ = sample_logits(logits, noise=noise)
     return action, logprob, value, state, new_state
+
+
+# The optimizer -------------------------------------------------------------------------------
 
 
 def build_optimizer(policy, train):

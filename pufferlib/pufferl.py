@@ -132,6 +132,9 @@ def ppo_loss(policy, obs, state, resets, actions, old_logprobs, old_values, adva
     return loss, ratio.detach(), stats
 
 
+# One acting step ------------------------------------------------------------------------------
+
+
 def policy_act(policy, obs, state, dones, noise):
     """One acting step: the memory of agents whose episode just ended cleared, the forward pass,
     and actions sampled with ``noise`` (``sampling_noise``). One graph, compiled as a whole on a

@@ -49,7 +49,7 @@ def score_policy(trainer, env, seed, min_episodes, max_steps):
         noise = sampling_noise(env.single_action_space, len(env_ids), generator, device)
         with torch.inference_mode(), trainer.autocast():
             acting = tuple(s[agents] for s in state)
-            action, _, _, _, new_state = act(torch.as_tensor(obs).to(device), acting, torch.as_tensor(dones, device=device), noise)
+            action, _, _, new_state = act(torch.as_tensor(obs).to(device), acting, torch.as_tensor(dones, device=device), noise)
         for k, s in enumerate(new_state):
             state[k][agents] = s
         env.send(action.cpu().numpy())

@@ -84,12 +84,13 @@ def prioritized_sample(advantages, num_samples, alpha, beta, generator=None):
     the sampling bias when beta is 1 and is exactly 1 for uniform sampling (alpha = 0). The small
     constant keeps every segment reachable when its advantages are all zero. The draw is the
     Gumbel top-k trick, the same distribution as drawing one by one without replacement, in a few
-    elementwise kernels (torch.multinomial makes the host wait on a GPU).
+    elementwise kernels (torch.multinomial makes the host wait on a GPU). The picks come in no
+    particular order: a minibatch is a set, and sorting them would cost as much as choosing them.
     """
     priority = (advantages.abs().sum(dim=1) + 1e-6).pow(alpha)
     probs = priority / priority.sum()
     uniform = torch.rand(probs.shape, generator=generator, device=probs.device).clamp_(min=1e-20)
-    indices = (probs.log() - (-uniform.log()).log()).topk(num_samples).indices
+    indices = (probs.log() - (-uniform.log()).log()).topk(num_samples, sorted=False).indices
     weights = (probs.numel() * probs[indices]).pow(-beta)
     return indices, weights.unsqueeze(1)
 
@@ -138,12 +139,12 @@ def ppo_loss(policy, obs, state, resets, actions, old_logprobs, old_values, adva
 def policy_act(policy, obs, state, dones, noise):
     """One acting step: the memory of agents whose episode just ended cleared, the forward pass,
     and actions sampled with ``noise`` (``sampling_noise``). One graph, compiled as a whole on a
-    GPU, so the memory reset and the sampling fuse with the kernels around them. Returns (actions,
-    log-probabilities, values, the state acted from, the new state)."""
-    state = clear_finished(state, dones)
-    logits, value, new_state = policy.forward_eval(obs, state)
+    GPU, so the memory reset and the sampling fuse with the kernels around them (the cleared
+    memory is not returned, so it is never written out). Returns (actions, log-probabilities,
+    values, the new state)."""
+    logits, value, new_state = policy.forward_eval(obs, clear_finished(state, dones))
     action, logprob, _ = sample_logits(logits, noise=noise)
-    return action, logprob, value, state, new_state
+    return action, logprob, value, new_state
 
 
 # The optimizer -------------------------------------------------------------------------------
@@ -292,8 +293,8 @@ class SegmentBuffer:
 
     def store(self, env_ids, masks, obs, dones, truncations, actions, logprobs, values, rewards, state):
         """Stores one step of the agents ``env_ids`` (numpy ids and masks; the rest in agent order,
-        device tensors); ``state`` is the recurrent state they acted from.
-        Returns how many steps were stored."""
+        device tensors); ``state`` is the recurrent state they acted from, read only for the rows a
+        step starts (it may be empty when it starts none). Returns how many steps were stored."""
         rows, cols, stored = self.place(env_ids, masks)
         self.write_placed(rows, cols, stored, obs, dones, truncations, actions, logprobs, values, rewards, state)
         return len(rows)
@@ -535,13 +536,18 @@ class PuffeRL:
 
     def act(self, obs, dones, agents=slice(None)):
         """The policy's actions for ``agents``, from the memory they had (cleared where their
-        episode just ended). Returns (actions, logprobs, values, the state they acted from)."""
+        episode just ended), which moves on. Returns (actions, logprobs, values)."""
         noise = sampling_noise(self.vecenv.single_action_space, obs.shape[0], self.generator, self.device)
         with torch.inference_mode(), self.autocast():
-            action, logprob, value, state, new_state = self.policy_act(obs, tuple(s[agents] for s in self.state), dones, noise)
+            action, logprob, value, new_state = self.policy_act(obs, tuple(s[agents] for s in self.state), dones, noise)
         for k, s in enumerate(new_state):
             self.state[k][agents] = s
-        return action, logprob, value, state
+        return action, logprob, value
+
+    def acting_state(self, dones, agents):
+        """The memory ``agents`` act from at this step: what a segment starting here stores."""
+        with torch.inference_mode():
+            return clear_finished(tuple(s[agents] for s in self.state), dones)
 
     def collect(self):
         """Collects one batch: steps the envs until every segment row holds `horizon` steps.
@@ -579,7 +585,8 @@ class PuffeRL:
                 dones = torch.as_tensor(dones).to(device, non_blocking=True)
                 truncated = torch.as_tensor(truncations).to(device, non_blocking=True)
                 agents = slice(None) if agents == slice(0, self.num_agents) else torch.as_tensor(env_ids, device=device)
-                action, logprob, value, state = self.act(obs, dones, agents)
+                state = self.acting_state(dones, agents) if (cols == 0).any() else ()
+                action, logprob, value = self.act(obs, dones, agents)
                 actions = action.cpu().numpy()
                 buffer.write_placed(rows, cols, stored, obs, dones, truncated, action, logprob, value, rewards, state)
             self.global_step += len(rows)
@@ -645,7 +652,8 @@ class PuffeRL:
         the env. Device work only, so a CUDA graph can replay it."""
         env = self.step_envs[(agents.start, agents.stop)]
         dones = env.terminals | env.truncations
-        action, logprob, value, state = self.act(env.observations, dones, agents)
+        state = self.acting_state(dones, agents) if first_column else ()
+        action, logprob, value = self.act(env.observations, dones, agents)
         with torch.inference_mode():
             self.record(first_column, agents, env.observations, dones, env.truncations, action, logprob, value, env.rewards, state)
         env.gpu_step(action)

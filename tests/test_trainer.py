@@ -911,6 +911,27 @@ def test_device_hook_env_needs_whole_rows_per_agent():
         pufferl.PuffeRL(config, env, assemble.make_policy(env, config))
 
 
+@pytest.mark.parametrize("rnn", ["lstm", "mingru"])
+def test_replaying_a_collected_batch_gives_what_the_agents_acted_with(rnn):
+    """Each segment keeps the memory its first step acted from, cleared where an episode had just
+    ended: replayed from it as the update replays it, the batch gives back the log-probabilities
+    and values of the acting steps. Two segments per agent, so that a later batch's rows start
+    mid-episode with memory to carry, and some start just after an episode ended."""
+    trainer = make_trainer(config_for("puffer_squared", "--base.rnn", rnn, "--vec.num-envs", "32", "--train.horizon", "8",
+                                      "--train.batch-size", str(32 * 8 * 2)))
+    for _ in range(3):
+        trainer.collect()
+    buffer = trainer.buffer
+    assert buffer.dones[:, 0].any() and not buffer.dones[:, 0].all()
+    assert all(s.abs().sum() > 0 for s in buffer.start_state)
+    with torch.no_grad():
+        logits, values = trainer.policy(buffer.observations, buffer.start_state, buffer.dones.bool())
+        _, logprobs, _ = pufferlib.pytorch.sample_logits(logits, action=buffer.actions.reshape(-1, *buffer.actions.shape[2:]))
+    torch.testing.assert_close(logprobs.reshape(buffer.logprobs.shape), buffer.logprobs, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(values.float().reshape(buffer.values.shape), buffer.values, atol=1e-5, rtol=1e-5)
+    trainer.close()
+
+
 def test_a_recurrent_width_unlike_the_policys_is_a_config_error():
     config = config_for("puffer_memory", "--policy.hidden-size", "32", "--rnn.hidden-size", "64")
     env = assemble.make_vecenv("puffer_memory", config)

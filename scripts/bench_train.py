@@ -6,6 +6,8 @@
     python scripts/bench_train.py sps --device cuda --policy mingru --hidden 256 --layers 3 --num-envs 8192
     python scripts/bench_train.py sps --env puffer_craftax_compact --device cuda --vec.device cuda --profile trace.json
     python scripts/bench_train.py sps --device cuda --policy mingru --hidden 256 --against "--train.cudagraphs false"
+    git show main:pufferlib/pufferl.py > /tmp/pufferl_main.py
+    python scripts/bench_train.py sps --device cuda --policy mingru --hidden 256 --against-trainer /tmp/pufferl_main.py
     torchrun --nproc-per-node 2 scripts/bench_train.py sps --env puffer_craftax_compact --device cuda --vec.device cuda
 
 2. CartPole-v1 race, side by side in one process on the same cores: wall-clock time until the mean
@@ -27,6 +29,7 @@ machines extra threads mostly wait on each other). Clocks start before the env i
 """
 
 import argparse
+import importlib.util
 import random
 import shlex
 import statistics
@@ -58,10 +61,12 @@ def measure_sps(args):
         if getattr(args, key) is not None:
             flags += [f"--train.{key.replace('_', '-')}", str(getattr(args, key))]
     config = apply_flags(load_config(args.env), flags + args.flags)
-    if args.against is not None:
+    if args.against is not None or args.against_trainer is not None:
         if torchrun_variables(required=False):
-            raise ConfigError("--against runs both trainers in one process: launch it without torchrun")
-        return compare_sps(args, config, apply_flags(load_config(args.env), flags + args.flags + shlex.split(args.against)))
+            raise ConfigError("--against and --against-trainer run both trainers in one process: launch it without torchrun")
+        peer_flags = shlex.split(args.against or "")
+        peer_class = trainer_class_from(args.against_trainer) if args.against_trainer else pufferl.PuffeRL
+        return compare_sps(args, config, apply_flags(load_config(args.env), flags + args.flags + peer_flags), peer_class)
     world = make_world(config, args.device)
     try:
         return measure_ranks(args, config, world)
@@ -102,14 +107,31 @@ def measure_ranks(args, config, world):
     return steps / elapsed
 
 
-def compare_sps(args, config, peer_config):
-    """Two trainers in one process, this run's flags and the same with ``--against``'s, alternating
-    whole epochs for ``--seconds`` each: load on the machine hits both alike, so their ratio holds
-    where separate runs minutes apart would disagree."""
+def trainer_class_from(path):
+    """``PuffeRL`` of another revision's ``pufferlib/pufferl.py`` (``git show REV:pufferlib/pufferl.py
+    > FILE``), imported beside this one."""
+    try:
+        spec = importlib.util.spec_from_file_location("pufferlib.pufferl_against", path)
+        module = importlib.util.module_from_spec(spec)
+        # Registered by name: torch.compile looks up the compiled functions' module.
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    except (OSError, SyntaxError, ImportError) as error:
+        raise ConfigError(f"--against-trainer {path}: cannot import it ({error})") from error
+    if not hasattr(module, "PuffeRL"):
+        raise ConfigError(f"--against-trainer {path}: it defines no PuffeRL; give a pufferlib/pufferl.py")
+    return module.PuffeRL
+
+
+def compare_sps(args, config, peer_config, peer_class):
+    """Two trainers in one process, this run's and a peer (``--against``'s flags added, and/or
+    ``--against-trainer``'s code), alternating whole epochs for ``--seconds`` each: load on the
+    machine hits both alike, so their ratio holds where separate runs minutes apart would
+    disagree."""
     trainers = []
-    for trainer_config in (config, peer_config):
+    for trainer_class, trainer_config in ((pufferl.PuffeRL, config), (peer_class, peer_config)):
         vecenv = assemble.make_vecenv(args.env, trainer_config)
-        trainers.append(pufferl.PuffeRL(trainer_config, vecenv, assemble.make_policy(vecenv, trainer_config)))
+        trainers.append(trainer_class(trainer_config, vecenv, assemble.make_policy(vecenv, trainer_config)))
     synchronize = torch.cuda.synchronize if trainers[0].device.startswith("cuda") else (lambda: None)
     totals = [dict(steps=0, seconds=0.0, rollout=0.0, update=0.0, epochs=0) for _ in trainers]
     for _ in range(args.warmup):
@@ -129,7 +151,8 @@ def compare_sps(args, config, peer_config):
             total["update"] += trainer.timings["train"]
             total["epochs"] += 1
     rates = []
-    for name, trainer, total in zip(("this run", f"against {args.against!r}"), trainers, totals):
+    peer = " and ".join(part for part in (args.against and repr(args.against), args.against_trainer) if part)
+    for name, trainer, total in zip(("this run", f"against {peer}"), trainers, totals):
         trainer.close()
         steps = total["steps"]
         rates.append((steps / total["seconds"], steps / total["rollout"], steps / total["update"]))
@@ -379,6 +402,8 @@ def main():
     parser.add_argument("--profile", metavar="TRACE.json", help="after the SPS run, profile one epoch and write Chrome traces")
     parser.add_argument("--against", metavar="FLAGS", help="sps: a second trainer with these flags added (one quoted "
                         "string), its epochs alternating with this run's in one process; prints both and their ratio")
+    parser.add_argument("--against-trainer", metavar="PUFFERL.py", help="sps: the same, the peer built by this file's "
+                        "PuffeRL: another revision's pufferlib/pufferl.py (with --against, its flags too)")
     args, args.flags = parser.parse_known_args()
     torch.set_num_threads(args.torch_threads)
     try:

@@ -97,6 +97,26 @@ def test_bench_script_compares_two_trainers_in_one_process():
     assert result.returncode == 2 and "Did you mean --train.horizon?" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_bench_script_compares_against_another_trainer_file(tmp_path):
+    """--against-trainer: the peer is built by another pufferl.py's PuffeRL (here this revision's
+    own file, imported a second time); a file that is not one is a clear error."""
+    bench = [sys.executable, str(ROOT / "scripts" / "bench_train.py"), "sps", "--num-envs", "64", "--seconds", "0.3",
+             "--warmup", "1"]
+    trainer_file = str(ROOT / "pufferlib" / "pufferl.py")
+    result = subprocess.run(bench + ["--against-trainer", trainer_file], capture_output=True, text=True,
+                            env=SUBPROCESS_ENV, timeout=300)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert lines[-2].startswith(f"puffer_squared, against {trainer_file}: training ")
+    assert lines[-1].startswith("  ratio (this run / against): training ")
+    not_a_trainer = tmp_path / "other.py"
+    not_a_trainer.write_text("VALUE = 1\n")
+    for path, message in ((tmp_path / "missing.py", "cannot import it"), (not_a_trainer, "defines no PuffeRL")):
+        result = subprocess.run(bench + ["--against-trainer", str(path)], capture_output=True, text=True,
+                                env=SUBPROCESS_ENV, timeout=300)
+        assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr, result.stderr
+
+
 def test_help_version_and_per_command_flags(capsys):
     assert cli.main(["--help"]) == 0
     assert "usage: puffer COMMAND" in capsys.readouterr().out

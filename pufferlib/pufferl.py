@@ -181,15 +181,6 @@ def build_optimizer(policy, train):
     return CombinedOptimizer([muon, torch.optim.Adam(others, **adam)])
 
 
-def flat_copies(tensors):
-    """A flat buffer for copies of ``tensors`` (on their device, of their dtype) and its views
-    shaped as each of them."""
-    if len({t.dtype for t in tensors}) > 1:
-        raise ValueError(f"flat_copies needs tensors of one dtype, got {sorted({str(t.dtype) for t in tensors})}")
-    flat = torch.zeros(sum(t.numel() for t in tensors), dtype=tensors[0].dtype, device=tensors[0].device)
-    return flat, [view.view_as(t) for view, t in zip(flat.split([t.numel() for t in tensors]), tensors)]
-
-
 def cosine_lr(base_lr, progress):
     """Cosine decay from base_lr at progress 0 to 0 at progress 1."""
     return base_lr * 0.5 * (1.0 + math.cos(math.pi * min(max(progress, 0.0), 1.0)))
@@ -450,11 +441,6 @@ class PuffeRL:
         self.lr_scale = torch.ones((), device=self.device)  # the schedule's rate over the base rate
         self.beta = torch.zeros((), device=self.device)  # the replay's importance-weight exponent
         self.totals = {}  # each loss statistic summed over the epoch's minibatches
-        # The weights before each optimizer step and the step's scaled result, as views into one
-        # flat buffer each: the choice between them (halted or not) is then one kernel.
-        parameters = list(self.policy.parameters())
-        self.step_start_flat, self.step_start_weights = flat_copies(parameters)
-        self.step_result_flat, self.step_results = flat_copies(parameters)
         self.halted = torch.zeros((), dtype=torch.bool, device=self.device)  # a non-finite minibatch this epoch
         self.finite_minibatches = torch.zeros((), dtype=torch.int64, device=self.device)  # this epoch's, before it
 
@@ -479,6 +465,8 @@ class PuffeRL:
             allow_recompiles(self.COMPILED_VERSIONS)
             self.minibatch_loss = torch.compile(self.minibatch_loss, dynamic=False)
             self.advantage_kernel = torch.compile(compute_advantages, dynamic=False)
+            self.clip_gradients = torch.compile(self.clip_gradients, dynamic=False)
+            self.scale_step = torch.compile(self.scale_step, dynamic=False)
         # When each step covers every agent or one fixed batch of them (an env with device hooks, a
         # synchronous env on the host, the env halves of an in-process backend), each is one graph
         # of our own (policy, buffer, and the env or the copies to and from it), so the compiled
@@ -718,30 +706,37 @@ class PuffeRL:
 
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        parameters = list(self.policy.parameters())
-        self.world.average_gradients(parameters)
-        stats["grad_norm"] = torch.nn.utils.clip_grad_norm_(parameters, train["max_grad_norm"])
-        # The optimizer steps with the base learning rate, fixed in a CUDA graph; the schedule's
-        # rate scales the change it made. Exact for steps linear in the rate (Adam; Muon without
-        # weight decay), and the same replay serves every epoch.
-        with torch.no_grad():
-            torch._foreach_copy_(self.step_start_weights, parameters)
-            self.optimizer.step()
-            torch._foreach_copy_(self.step_results, parameters)
-            torch._foreach_sub_(self.step_results, self.step_start_weights)
-            torch._foreach_mul_(self.step_results, self.lr_scale)
-            torch._foreach_add_(self.step_results, self.step_start_weights)
-            # The first non-finite loss or gradient halts the epoch's updates on the device, with
-            # no host wait: from then on every minibatch keeps the weights of the last finite one.
-            self.halted |= ~(torch.isfinite(loss.detach()) & torch.isfinite(stats["grad_norm"]))
-            self.finite_minibatches += ~self.halted
-            torch.where(self.halted, self.step_start_flat, self.step_result_flat, out=self.step_result_flat)
-            torch._foreach_copy_(parameters, self.step_results)
+        self.world.average_gradients(list(self.policy.parameters()))
+        stats["grad_norm"], start = self.clip_gradients()
+        self.optimizer.step()
+        self.scale_step(start, loss.detach(), stats["grad_norm"])
         if not self.totals:  # views of one tensor, so that a minibatch adds its statistics in one kernel
             self.stat_totals = torch.zeros(len(stats), device=self.device)
             self.totals = dict(zip(stats, self.stat_totals.unbind()))
         self.stat_totals.add_(torch.stack([value.detach().float() for value in stats.values()]))
         return advantages
+
+    @torch.no_grad()
+    def clip_gradients(self):
+        """Clips the gradients. Returns their norm before clipping and the weights before the
+        optimizer's step, flat (compiled on a GPU: a few kernels where eagerly there are dozens)."""
+        parameters = list(self.policy.parameters())
+        grad_norm = torch.nn.utils.clip_grad_norm_(parameters, self.train_config["max_grad_norm"])
+        return grad_norm, torch.cat([p.reshape(-1) for p in parameters])
+
+    @torch.no_grad()
+    def scale_step(self, start, loss, grad_norm):
+        """Scales the change the optimizer's step made by the schedule's rate: the optimizer steps
+        with the base learning rate, fixed in a CUDA graph, so the same replay serves every epoch
+        (exact for steps linear in the rate: Adam; Muon without weight decay). The first non-finite
+        loss or gradient halts the epoch's updates on the device, with no host wait: from then on
+        every minibatch keeps the weights of the last finite one."""
+        parameters = list(self.policy.parameters())
+        stepped = torch.cat([p.reshape(-1) for p in parameters])
+        self.halted |= ~(torch.isfinite(loss) & torch.isfinite(grad_norm))
+        self.finite_minibatches += ~self.halted
+        weights = torch.where(self.halted, start, start + (stepped - start) * self.lr_scale)
+        torch._foreach_copy_(parameters, [w.view_as(p) for w, p in zip(weights.split([p.numel() for p in parameters]), parameters)])
 
     def run_minibatches(self):
         """The epoch's minibatches: eagerly, or on a GPU as replays of one CUDA graph of the whole

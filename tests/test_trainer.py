@@ -423,10 +423,12 @@ def test_graphed_host_env_rollout_equals_the_eager_rollout(env_name, flags):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-def test_graphed_update_replays_the_eager_update():
+@pytest.mark.parametrize("compile", ["false", "true"])
+def test_graphed_update_replays_the_eager_update(compile):
     """The whole minibatch (advantages, replay sampling, loss, backward, clipping, optimizer) as one
-    CUDA graph gives the eager update's weights, statistics and replay ratios from the same batch."""
-    flags = ["--train.device", "cuda", "--train.precision", "float32", "--train.compile", "false", "--base.rnn", "mingru",
+    CUDA graph gives the update's weights, statistics and replay ratios run without the graph, from
+    the same batch, compiled or not."""
+    flags = ["--train.device", "cuda", "--train.precision", "float32", "--train.compile", compile, "--base.rnn", "mingru",
              "--vec.num-envs", "256", "--train.minibatch-size", "1024", "--train.optimizer", "muon"]
     eager = make_trainer(config_for("puffer_squared", *flags, "--train.cudagraphs", "false"))
     graphed = make_trainer(config_for("puffer_squared", *flags, "--train.cudagraphs", "true"))
@@ -1041,8 +1043,10 @@ def test_non_finite_updates_stop_training_and_name_the_cause(tmp_path):
         assert all(torch.isfinite(t).all() for t in read_checkpoint(path)["model"].values())
 
 
-def test_a_non_finite_minibatch_halts_the_update_where_it_happens(monkeypatch):
-    config = config_for("puffer_squared", "--train.horizon", "8", "--train.minibatch-size", "256", "--vec.num-envs", "128")
+@pytest.mark.parametrize("compile", ["false", "true"])
+def test_a_non_finite_minibatch_halts_the_update_where_it_happens(compile):
+    config = config_for("puffer_squared", "--train.horizon", "8", "--train.minibatch-size", "256", "--vec.num-envs", "128",
+                        "--train.compile", compile)
 
     def trainer_whose_minibatch_turns_nan(call):
         env = assemble.make_vecenv("puffer_squared", config)

@@ -3,7 +3,11 @@
 ``make test-fast`` runs what no marker below names, in a couple of minutes; ``make test`` runs all.
 """
 
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import gymnasium
 import numpy as np
@@ -35,6 +39,41 @@ def unavailable(reason):
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason} (CI=true: a skip is a failure here; .ci/run provisions this)", pytrace=False)
     pytest.skip(reason)
+
+
+ROOT = Path(__file__).resolve().parent.parent
+SIDE_RUN_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), str(ROOT / "tests"), os.environ.get("PYTHONPATH")]))}
+
+
+@pytest.fixture(scope="module")
+def side_runs():
+    """Starts Python runs (``code`` and its arguments, as ``python -c``, the checkout and tests/
+    importable) that proceed side by side on the cores while the module's tests wait for them:
+    for long seeded single-threaded runs, whose results do not depend on what else runs. Each
+    prints its result as a line 'RESULT <json>' (see ``result_of``). Those still running when the
+    module ends are killed."""
+    started = []
+
+    def start(code, *args):
+        process = subprocess.Popen([sys.executable, "-c", code, *map(str, args)], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, env=SIDE_RUN_ENV, cwd=ROOT)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
+def result_of(process):
+    """Waits for a run of ``side_runs``; returns the JSON of its 'RESULT ' line."""
+    stdout, stderr = process.communicate()
+    assert process.returncode == 0, f"the run failed:\n{stderr[-4000:]}"
+    line = next((line for line in reversed(stdout.splitlines()) if line.startswith("RESULT ")), None)
+    assert line is not None, f"the run printed no RESULT line:\n{stdout[-2000:]}\n{stderr[-2000:]}"
+    return json.loads(line[len("RESULT "):])
 
 
 # The image the tank tests build stage 1 on (.ci/docker.sh makes it), standing in for Docker Hub's.

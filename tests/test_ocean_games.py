@@ -2,18 +2,14 @@
 outcomes, determinism, bad input; slow-marked tests train each game with its own .ini."""
 
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import result_of
 
 import ocean
 from pufferlib import assemble, pufferl
 from pufferlib.config import apply_flags, load_config
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-from score_games import score  # noqa: E402
 
 GAMES = ["puffer_breakout", "puffer_pong", "puffer_snake", "puffer_connect4"]
 STAY = np.zeros(1, np.int32)
@@ -505,26 +501,43 @@ def train(env_name, steps, *flags):
     return trainer.policy.eval(), dict(config["env"])
 
 
-@pytest.mark.slow
-def test_breakout_learns_to_break_bricks():
-    policy, params = train("puffer_breakout", 30_000_000)
-    assert score(policy, "puffer_breakout", num_envs=256, **params) > 0.35  # random play: 0.02
+# Each game's run: its steps, and the envs its final policy is scored on.
+LEARNING_RUNS = {"puffer_breakout": (30_000_000, 256), "puffer_pong": (30_000_000, 256), "puffer_snake": (8_000_000, 16),
+                 "puffer_connect4": (3_000_000, 512)}
+TRAIN_AND_SCORE = """
+import json, sys
+sys.path.insert(0, "scripts")
+from score_games import score
+from test_ocean_games import train
+env_name, steps, num_envs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+policy, params = train(env_name, steps)
+print("RESULT", json.dumps(dict(score=float(score(policy, env_name, num_envs=num_envs, **params)), params=params)))
+"""
+
+
+@pytest.fixture(scope="module")
+def learning_runs(side_runs):
+    """The four games' runs, side by side: each holds one core for minutes."""
+    return {name: side_runs(TRAIN_AND_SCORE, name, steps, num_envs) for name, (steps, num_envs) in LEARNING_RUNS.items()}
 
 
 @pytest.mark.slow
-def test_pong_learns_to_beat_the_default_opponent():
-    policy, params = train("puffer_pong", 30_000_000)
-    assert score(policy, "puffer_pong", num_envs=256, **params) > 0.5  # random play: 0.0
+def test_breakout_learns_to_break_bricks(learning_runs):
+    assert result_of(learning_runs["puffer_breakout"])["score"] > 0.35  # random play: 0.02
 
 
 @pytest.mark.slow
-def test_snake_learns_to_grow():
-    policy, params = train("puffer_snake", 8_000_000)
-    assert score(policy, "puffer_snake", num_envs=16, **params) > 8  # random play: 1.9
+def test_pong_learns_to_beat_the_default_opponent(learning_runs):
+    assert result_of(learning_runs["puffer_pong"])["score"] > 0.5  # random play: 0.0
 
 
 @pytest.mark.slow
-def test_connect4_learns_to_beat_the_depth_3_opponent():
-    policy, params = train("puffer_connect4", 3_000_000)
-    assert params["depth"] == 3
-    assert score(policy, "puffer_connect4", num_envs=512, **params) > 0.7  # random play: 0.003
+def test_snake_learns_to_grow(learning_runs):
+    assert result_of(learning_runs["puffer_snake"])["score"] > 8  # random play: 1.9
+
+
+@pytest.mark.slow
+def test_connect4_learns_to_beat_the_depth_3_opponent(learning_runs):
+    result = result_of(learning_runs["puffer_connect4"])
+    assert result["params"]["depth"] == 3
+    assert result["score"] > 0.7  # random play: 0.003

@@ -1,7 +1,6 @@
 """The sanity suite's script: a run counts as solved only if its final policy holds the target,
 and a failed run says why."""
 
-import json
 import os
 import re
 import subprocess
@@ -9,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import result_of
 
 ROOT = Path(__file__).resolve().parent.parent
 SANITY = ROOT / "scripts" / "sanity.py"
@@ -51,21 +51,11 @@ print("RESULT", json.dumps(dict(final_score=trainer.final_score, target=1.0 - co
 
 
 @pytest.fixture(scope="module")
-def memory_runs(tmp_path_factory):
-    """The shipped memory config's full runs, started side by side: each holds one core for
-    minutes, and their seeded results do not depend on what else runs."""
-    runs = {}
-    for case, flags in MEMORY_CASES.items():
-        data_dir = tmp_path_factory.mktemp("memory")
-        command = [sys.executable, "-c", TRAIN_AND_SCORE, "--base.seed", "1", "--train.data-dir", str(data_dir),
-                   "--train.dashboard", "off", *flags]
-        runs[case] = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                      env=SUBPROCESS_ENV, cwd=ROOT)
-    yield runs
-    for run in runs.values():
-        if run.poll() is None:
-            run.kill()
-            run.communicate()
+def memory_runs(side_runs, tmp_path_factory):
+    """The shipped memory config's full runs, side by side: each holds one core for minutes."""
+    return {case: side_runs(TRAIN_AND_SCORE, "--base.seed", 1, "--train.data-dir", tmp_path_factory.mktemp("memory"),
+                            "--train.dashboard", "off", *flags)
+            for case, flags in MEMORY_CASES.items()}
 
 
 @pytest.mark.slow
@@ -74,7 +64,5 @@ def test_memory_holds_its_solve_to_the_end_of_training(memory_runs, case):
     """The shipped memory config, at its default, with a delay before recall and with four bits,
     ends training with a final policy that holds the target on fresh episodes (it used to solve,
     then collapse)."""
-    stdout, stderr = memory_runs[case].communicate()
-    assert memory_runs[case].returncode == 0, stderr[-4000:]
-    result = json.loads(next(line for line in reversed(stdout.splitlines()) if line.startswith("RESULT "))[len("RESULT "):])
+    result = result_of(memory_runs[case])
     assert result["final_score"]["score"] >= result["target"], result

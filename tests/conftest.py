@@ -42,7 +42,8 @@ def unavailable(reason):
 
 
 ROOT = Path(__file__).resolve().parent.parent
-SIDE_RUN_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), str(ROOT / "tests"), os.environ.get("PYTHONPATH")]))}
+# For Python subprocesses of the tests: the checkout and tests/ importable.
+SUBPROCESS_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), str(ROOT / "tests"), os.environ.get("PYTHONPATH")]))}
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +57,7 @@ def side_runs():
 
     def start(code, *args):
         process = subprocess.Popen([sys.executable, "-c", code, *map(str, args)], stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True, env=SIDE_RUN_ENV, cwd=ROOT)
+                                   stderr=subprocess.PIPE, text=True, env=SUBPROCESS_ENV, cwd=ROOT)
         started.append(process)
         return process
 

@@ -1,18 +1,14 @@
 """The sanity suite's script: a run counts as solved only if its final policy holds the target,
 and a failed run says why."""
 
-import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from conftest import result_of
+from conftest import ROOT, SUBPROCESS_ENV, result_of
 
-ROOT = Path(__file__).resolve().parent.parent
 SANITY = ROOT / "scripts" / "sanity.py"
-SUBPROCESS_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
 
 
 def sanity(*args):

@@ -231,6 +231,7 @@ class SegmentBuffer:
         self.col_of[:] = 0
         self.next_row = 0
         self.filled = 0
+        self.runs = {}  # (start, stop): (first_row, column) of a run of agents place_run is filling
 
     @property
     def full(self):
@@ -242,6 +243,7 @@ class SegmentBuffer:
         selects (padded agents and those left without a row are not stored). The rows' fill
         advances by this step, so each step is placed once. ``run``: ``run_of(env_ids)``, where
         the caller has it already."""
+        self.runs.clear()
         index = self.run_of(env_ids) if run is None else run
         rows = self.row_of[index].copy()
         fresh = masks & (rows == self.UNASSIGNED)
@@ -262,6 +264,28 @@ class SegmentBuffer:
         self.row_of[full] = self.UNASSIGNED
         self.col_of[full] = 0
         return rows, cols, stored
+
+    def place_run(self, run):
+        """``place`` for a step of every agent of ``run`` (a slice of agent ids, none padded) when
+        they fill consecutive rows at one column, as a synchronous env's steps and fixed batches
+        do: (first_row, column), found without per-agent work; None where ``place`` must decide."""
+        key, count = (run.start, run.stop), run.stop - run.start
+        if key in self.runs:
+            first_row, col = self.runs.pop(key)
+        elif self.next_row + count <= self.segments and (self.row_of[run] == self.UNASSIGNED).all():
+            first_row, col = self.next_row, 0
+            self.row_of[run] = np.arange(first_row, first_row + count)
+            self.next_row += count
+        else:
+            return None
+        if col + 1 == self.horizon:
+            self.row_of[run] = self.UNASSIGNED
+            self.col_of[run] = 0
+            self.filled += count
+        else:
+            self.col_of[run] = col + 1
+            self.runs[key] = (first_row, col + 1)
+        return first_row, col
 
     def run_of(self, env_ids):
         """``env_ids`` as a slice when they are a run of agents in order (a synchronous env's
@@ -558,10 +582,14 @@ class PuffeRL:
             else:
                 self.finished_once[env_ids[dones]] = True
             agents = buffer.run_of(env_ids)
-            rows, cols, stored = buffer.place(env_ids, masks, agents)
-            first_row = buffer.first_of_row_run(rows, cols)
-            if (self.graph_rollout and isinstance(agents, slice) and stored.all() and first_row is not None
-                    and first_row % self.num_agents == agents.start):
+            run = buffer.place_run(agents) if isinstance(agents, slice) and masks.all() else None
+            if run is not None:
+                first_row, col = run
+                rows, cols, stored = np.arange(first_row, first_row + len(env_ids)), np.full(len(env_ids), col), masks
+            else:
+                rows, cols, stored = buffer.place(env_ids, masks, agents)
+                first_row = buffer.first_of_row_run(rows, cols) if isinstance(agents, slice) and stored.all() else None
+            if self.graph_rollout and first_row is not None and first_row % self.num_agents == agents.start:
                 # Agent i at row first_row - agents.start + i: the step device_step takes here.
                 step = first_row // self.num_agents * self.horizon + int(cols[0])
                 actions = self.host_step(step, agents, obs, rewards, terminals, truncations)

@@ -760,8 +760,9 @@ def place_one_by_one(records, segments, horizon, env_ids, masks):
 @hypothesis.settings(max_examples=60, deadline=None)
 @hypothesis.given(st.data())
 def test_segment_buffer_places_steps_as_the_plain_loop_does(data):
-    """Steps of runs of agents in order (read through slices), of agents in any order and of padded
-    agents all land where the agent-by-agent loop puts them, until the batch is full."""
+    """Steps of runs of agents in order (read through slices, or placed whole by place_run), of
+    agents in any order and of padded agents all land where the agent-by-agent loop puts them,
+    until the batch is full."""
     num_agents = data.draw(st.integers(1, 9))
     segments, horizon = data.draw(st.integers(1, 12)), data.draw(st.integers(1, 4))
     buffer = segment_buffer(segments, horizon, num_agents)
@@ -773,7 +774,15 @@ def test_segment_buffer_places_steps_as_the_plain_loop_does(data):
         else:
             env_ids = np.array(data.draw(st.permutations(range(num_agents)))[:data.draw(st.integers(1, num_agents))])
         masks = np.array(data.draw(st.lists(st.booleans(), min_size=len(env_ids), max_size=len(env_ids))))
-        rows, cols, stored = buffer.place(env_ids, masks)
+        run = buffer.run_of(env_ids)
+        placed = None
+        if isinstance(run, slice) and data.draw(st.booleans()):
+            masks[:] = True
+            placed = buffer.place_run(run)
+        if placed is None:
+            rows, cols, stored = buffer.place(env_ids, masks)
+        else:
+            rows, cols, stored = np.arange(placed[0], placed[0] + len(env_ids)), np.full(len(env_ids), placed[1]), masks
         expected = place_one_by_one(records, segments, horizon, env_ids, masks)
         assert (rows.tolist(), cols.tolist(), stored.tolist()) == expected
         assert buffer.full == (records["filled"] >= segments)

@@ -37,6 +37,8 @@ extensions = [
     Extension(
         name=os.path.dirname(path).replace(os.sep, ".") + ".binding",
         sources=[path],
+        # The game's headers and the shared ones: an edited header rebuilds the binding.
+        depends=glob.glob(os.path.join(os.path.dirname(path), "*.h")) + glob.glob(os.path.join("ocean", "*.h")),
         include_dirs=["ocean", os.path.dirname(path), numpy.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         extra_compile_args=compile_args + env_compile_args.get(os.path.basename(os.path.dirname(path)), []),

@@ -16,7 +16,7 @@
 // draws their steps' random numbers side by side in SIMD lanes).
 //
 // Checkpoints save each env's struct byte for byte (vec_save_state), so a game keeps its whole
-// state in its struct; one that keeps state behind other pointers (Craftax's 145 KB worlds)
+// state in its struct; one that keeps state behind other pointers (Craftax's 148 KB worlds)
 // defines VEC_NO_SAVE and is resumed with fresh episodes instead.
 //
 // Autoreset: when c_step reports the end of an episode, the env is reset within the same call.

@@ -279,6 +279,50 @@ def world_for_seed(seed):
     return chain, binding.World(binding.split(reset_key, 2)[1])
 
 
+ACTION_PLACE_TORCH = 28
+
+
+def view_light(world):
+    """The full observation's light channel, the last of each view cell's, as the 9 x 11 view."""
+    cells, scalars = binding.LAYOUT["view_cells"], binding.LAYOUT["scalars"]
+    channels = world.observation()[:-scalars].reshape(cells, -1)
+    return (channels[:, -1] == 1.0).reshape(9, 11)
+
+
+def light_map_view(world):
+    """Which view cells the light map lights (above 0.05); off the map, none."""
+    fields = world.fields()
+    row, col = fields["player_position"]
+    light = fields["light_map"].reshape(9, 48, 48)[int(fields["player_level"][0])]
+    lit = np.zeros((9, 11), dtype=bool)
+    for i in range(9):
+        for j in range(11):
+            r, c = row - 4 + i, col - 5 + j
+            lit[i, j] = 0 <= r < 48 and 0 <= c < 48 and light[r, c] > 0.05
+    return lit
+
+
+def test_the_view_is_lit_where_the_light_map_is_after_edits_and_torches():
+    """The observation reads a bit per cell kept beside the light map: it must follow the map
+    when a test scenario rewrites the light and when a torch lights the dark."""
+    chain, world = world_for_seed(5)
+    assert view_light(world).any() and np.array_equal(view_light(world), light_map_view(world))
+    world.set_field("light_map", np.zeros(9 * 48 * 48))
+    assert not view_light(world).any()
+    world.set_field("inventory.torches", [9])
+    # Grass and no items all around the player: the cell it faces takes a torch.
+    row, col = world.field("player_position")
+    blocks, items = world.field("map").reshape(9, 48, 48), world.field("item_map").reshape(9, 48, 48)
+    blocks[0, row - 1 : row + 2, col - 1 : col + 2] = 2
+    items[0, row - 1 : row + 2, col - 1 : col + 2] = 0
+    world.set_field("map", blocks)
+    world.set_field("item_map", items)
+    chain, step_key = binding.split(chain, 2)
+    world.step(step_key, ACTION_PLACE_TORCH)
+    assert world.field("inventory.torches")[0] == 8, "the torch should be placed"
+    assert view_light(world).any() and np.array_equal(view_light(world), light_map_view(world))
+
+
 def test_ocean_env_follows_the_parity_key_flow():
     """The vecenv draws steps for 16 envs at once: 19 envs on 2 threads cover a full batch and a
     partial one, each env against a World stepped alone."""

@@ -30,6 +30,9 @@ cdef extern from "worldgen.h":
     int choice_cumulative(Key key, const float* cumulative, int n)
     void c_permutation "permutation"(Key key, int n, int32_t* out)
     void c_generate_world "generate_world"(Key rng, GameState* state, WorldgenScratch* scratch)
+    int NUM_LEVELS
+    int MAP_SIZE
+    void refresh_lit_rows(GameState* s, int level, int first_row, int last_row)
 
 cdef extern from "step.h":
     int c_craftax_env_step "craftax_env_step"(Key key, GameState* s, int action, float* reward, WorldgenScratch* scratch)
@@ -179,6 +182,9 @@ cdef class World:
             if data.nbytes != state_field_size(f):
                 raise ValueError(f"{name} holds {state_field_size(f) // data.itemsize} values, got {data.size}")
             memcpy(<void*>state_field_data(self.state, f), cnp.PyArray_DATA(data), data.nbytes)
+            if name == "light_map":
+                for level in range(NUM_LEVELS):
+                    refresh_lit_rows(self.state, level, 0, MAP_SIZE)
             return
         raise KeyError(name)
 

@@ -39,7 +39,7 @@
 #define CRAFTAX_LANES_FN static
 #endif
 
-// A hint to load the cache line holding *p; no effect on results. With ~145 KB of state per env
+// A hint to load the cache line holding *p; no effect on results. With ~148 KB of state per env
 // and a thousand envs, most of a step's map reads miss the cache: the step prefetches the cells it
 // will read (the view, the cells around each mob) early, so the misses overlap its hashing.
 #ifdef __CUDA_ARCH__

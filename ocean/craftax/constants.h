@@ -7,6 +7,8 @@
 #define NUM_LEVELS 9
 #define OBS_ROWS 9
 #define OBS_COLS 11
+// A view cell shows its block and item only where its light is above this.
+#define VISIBLE_LIGHT 0.05f
 #define MAX_OBS_DIM 11
 
 #define MAX_MELEE_MOBS 3

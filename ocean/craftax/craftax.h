@@ -275,7 +275,7 @@ CRAFTAX_FN void log_episode(Craftax* env) {
     env->log.died += s->player_health <= 0.0f ? 1.0f : 0.0f;
 }
 
-// An env's world lives in a separate 145 KB state: checkpoints do not save it (resumed runs start
+// An env's world lives in a separate 148 KB state: checkpoints do not save it (resumed runs start
 // fresh episodes).
 #define VEC_NO_SAVE
 

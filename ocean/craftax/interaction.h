@@ -217,6 +217,7 @@ CRAFTAX_FN void light_torch(GameState* s, int r, int c) {
             *cell = fclampf(torch_light(i, j) + *cell, 0.0f, 1.0f);
         }
     }
+    refresh_lit_rows(s, s->player_level, imax(r - 4, 0), imin(r + 5, MAP_SIZE));
 }
 
 // place_block: table, furnace, stone, torch or sapling on the cell in front, if it is on the map

@@ -78,15 +78,15 @@ CRAFTAX_FN void scatter_mobs(uint8_t* out, const uint64_t lit[2], const GameStat
                       s->player_projectiles.mask[l], s->player_projectiles.type_id[l], only_row);
 }
 
-// Prefetches the map, item and light rows under the view (see CRAFTAX_PREFETCH).
+// Prefetches the map and item rows under the view, and its lit bits (see CRAFTAX_PREFETCH).
 CRAFTAX_FN void prefetch_view(const GameState* s) {
     int l = s->player_level;
     int first_col = iclamp(s->player_position[1] - OBS_COLS / 2, 0, MAP_SIZE - 1);
     int last_col = iclamp(s->player_position[1] + OBS_COLS / 2, 0, MAP_SIZE - 1);
+    CRAFTAX_PREFETCH(&s->lit_rows[l][iclamp(s->player_position[0] - OBS_ROWS / 2, 0, MAP_SIZE - 1)]);
+    CRAFTAX_PREFETCH(&s->lit_rows[l][iclamp(s->player_position[0] + OBS_ROWS / 2, 0, MAP_SIZE - 1)]);
     for (int r = 0; r < OBS_ROWS; r++) {
         int wr = iclamp(s->player_position[0] - OBS_ROWS / 2 + r, 0, MAP_SIZE - 1);
-        CRAFTAX_PREFETCH(&s->light_map[l][wr][first_col]);
-        CRAFTAX_PREFETCH(&s->light_map[l][wr][last_col]);
         CRAFTAX_PREFETCH(&s->map[l][wr][first_col]);
         CRAFTAX_PREFETCH(&s->map[l][wr][last_col]);
         CRAFTAX_PREFETCH(&s->item_map[l][wr][first_col]);
@@ -159,9 +159,9 @@ CRAFTAX_FN uint32_t write_compact_view_row(const GameState* s, uint8_t* out, int
     int l = s->player_level;
     const uint8_t* map = &s->map[l][0][0];
     const uint8_t* items = &s->item_map[l][0][0];
-    const float* light = &s->light_map[l][0][0];
     int wr = s->player_position[0] - OBS_ROWS / 2 + r, left = s->player_position[1] - OBS_COLS / 2;
     int row_inside = wr >= 0 && wr < MAP_SIZE;
+    uint64_t lit_bits = row_inside ? s->lit_rows[l][wr] : 0;
     uint32_t ids[OBS_COLS];  // block and item id, bytes 0 and 1 of the cell
     uint32_t row_lit = 0;
 #ifdef __CUDA_ARCH__
@@ -171,7 +171,7 @@ CRAFTAX_FN uint32_t write_compact_view_row(const GameState* s, uint8_t* out, int
         int wc = left + c;
         int inside = row_inside && wc >= 0 && wc < MAP_SIZE;
         int index = inside ? wr * MAP_SIZE + wc : 0;  // outside the map: no block, item or light
-        int is_lit = inside && light[index] > 0.05f;
+        int is_lit = inside && (int)(lit_bits >> wc & 1);
         ids[c] = is_lit ? (uint32_t)map[index] | (uint32_t)items[index] << 8 : 0u;
         row_lit |= (uint32_t)is_lit << c;
     }

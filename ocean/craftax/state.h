@@ -30,6 +30,10 @@ typedef struct {
     uint8_t item_map[NUM_LEVELS][MAP_SIZE][MAP_SIZE];
     uint8_t mob_map[NUM_LEVELS][MAP_SIZE][MAP_SIZE];
     float light_map[NUM_LEVELS][MAP_SIZE][MAP_SIZE];
+    // Not the reference's: bit c of lit_rows[l][r] is light_map[l][r][c] > VISIBLE_LIGHT, kept by
+    // refresh_lit_rows wherever the light changes, so that the view's light is two or three cache
+    // lines rather than one or two per view row.
+    uint64_t lit_rows[NUM_LEVELS][MAP_SIZE];
     int16_t down_ladders[NUM_LEVELS][2];
     int16_t up_ladders[NUM_LEVELS][2];
     uint8_t chests_opened[NUM_LEVELS];
@@ -75,3 +79,12 @@ typedef struct {
     Key state_rng;
     int32_t timestep;
 } __attribute__((aligned(16))) GameState;
+
+// Recomputes lit_rows for map rows [first_row, last_row) of `level` from its light_map.
+CRAFTAX_FN void refresh_lit_rows(GameState* s, int level, int first_row, int last_row) {
+    for (int r = first_row; r < last_row; r++) {
+        uint64_t bits = 0;
+        for (int c = 0; c < MAP_SIZE; c++) bits |= (uint64_t)(s->light_map[level][r][c] > VISIBLE_LIGHT) << c;
+        s->lit_rows[level][r] = bits;
+    }
+}

@@ -195,6 +195,7 @@ CRAFTAX_FN void generate_smoothworld(Key rng, const SmoothGenConfig* config, Gam
         }
     }
     for (int i = 0; i < MAP_CELLS; i++) light_map[i] = fclampf(light_map[i], 0.0f, 1.0f);
+    refresh_lit_rows(state, level, 0, MAP_SIZE);
 
     if (config->ladder_up) item_map[up[0] * MAP_SIZE + up[1]] = ITEM_LADDER_UP;
     memset(mask, 0, MAP_CELLS);
@@ -328,6 +329,7 @@ CRAFTAX_FN void generate_dungeon(Key rng, const DungeonConfig* config, GameState
 
     float* light_map = &state->light_map[level][0][0];
     for (int i = 0; i < MAP_CELLS; i++) light_map[i] = 1.0f;
+    refresh_lit_rows(state, level, 0, MAP_SIZE);
 
     uint8_t* mask = &state->mob_map[level][0][0];
     for (int i = 0; i < MAP_CELLS; i++) mask[i] = map[i] == BLOCK_PATH;

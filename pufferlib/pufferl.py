@@ -287,6 +287,18 @@ class SegmentBuffer:
             self.runs[key] = (first_row, col + 1)
         return first_row, col
 
+    def place_step(self, env_ids, masks, run):
+        """``place``, through ``place_run`` where that applies, and the first row when the step's
+        agents (``run`` a slice, every one stored) fill consecutive rows at one column, else None:
+        (rows, columns, stored, first_row)."""
+        placed = self.place_run(run) if isinstance(run, slice) and masks.all() else None
+        if placed is not None:
+            first_row, col = placed
+            return np.arange(first_row, first_row + len(env_ids)), np.full(len(env_ids), col), masks, first_row
+        rows, cols, stored = self.place(env_ids, masks, run)
+        first_row = self.first_of_row_run(rows, cols) if isinstance(run, slice) and stored.all() else None
+        return rows, cols, stored, first_row
+
     def run_of(self, env_ids):
         """``env_ids`` as a slice when they are a run of agents in order (a synchronous env's
         step, one of its fixed batches): the per-agent records are then read and written as
@@ -582,13 +594,7 @@ class PuffeRL:
             else:
                 self.finished_once[env_ids[dones]] = True
             agents = buffer.run_of(env_ids)
-            run = buffer.place_run(agents) if isinstance(agents, slice) and masks.all() else None
-            if run is not None:
-                first_row, col = run
-                rows, cols, stored = np.arange(first_row, first_row + len(env_ids)), np.full(len(env_ids), col), masks
-            else:
-                rows, cols, stored = buffer.place(env_ids, masks, agents)
-                first_row = buffer.first_of_row_run(rows, cols) if isinstance(agents, slice) and stored.all() else None
+            rows, cols, stored, first_row = buffer.place_step(env_ids, masks, agents)
             if self.graph_rollout and first_row is not None and first_row % self.num_agents == agents.start:
                 # Agent i at row first_row - agents.start + i: the step device_step takes here.
                 step = first_row // self.num_agents * self.horizon + int(cols[0])

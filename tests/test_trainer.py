@@ -775,14 +775,9 @@ def test_segment_buffer_places_steps_as_the_plain_loop_does(data):
             env_ids = np.array(data.draw(st.permutations(range(num_agents)))[:data.draw(st.integers(1, num_agents))])
         masks = np.array(data.draw(st.lists(st.booleans(), min_size=len(env_ids), max_size=len(env_ids))))
         run = buffer.run_of(env_ids)
-        placed = None
         if isinstance(run, slice) and data.draw(st.booleans()):
-            masks[:] = True
-            placed = buffer.place_run(run)
-        if placed is None:
-            rows, cols, stored = buffer.place(env_ids, masks)
-        else:
-            rows, cols, stored = np.arange(placed[0], placed[0] + len(env_ids)), np.full(len(env_ids), placed[1]), masks
+            masks[:] = True  # a whole run: place_step takes place_run's way
+        rows, cols, stored, _ = buffer.place_step(env_ids, masks, run)
         expected = place_one_by_one(records, segments, horizon, env_ids, masks)
         assert (rows.tolist(), cols.tolist(), stored.tolist()) == expected
         assert buffer.full == (records["filled"] >= segments)

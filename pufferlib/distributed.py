@@ -15,6 +15,7 @@ import os
 
 import torch
 import torch.distributed as dist
+import torch.distributed.nn  # noqa: F401  (see TorchrunWorld.close)
 
 from pufferlib.config import ConfigError
 from pufferlib.environment import mean_infos
@@ -141,6 +142,12 @@ class TorchrunWorld(World):
 
     def close(self, completed=True):
         """Leaves the group. A process that exits without this aborts (SIGABRT) on gloo's threads.
+
+        ``destroy_process_group`` joins gloo's threads only when nothing else holds the group.
+        ``torch.distributed.nn``'s functions take the default group as a default argument: imported
+        after the group exists (``torch._dynamo`` imports it on first use), they would keep it, and a
+        gloo thread could then release its last barrier while the interpreter exits, aborting the
+        process. This module imports it first, when the default is still None.
 
         ``completed``: training ended on every rank, so wait for all of them; a rank that failed
         leaves at once, so that torchrun learns of it and stops the others."""

@@ -237,6 +237,29 @@ def test_torchrun_variables_set_wrongly_are_a_clear_error(capsys, monkeypatch, v
     assert message in capsys.readouterr().err
 
 
+LEAVE_THE_GROUP = """
+import os
+from pufferlib.distributed import TorchrunWorld
+def threads():
+    return sorted(open(f"/proc/self/task/{task}/comm").read().strip() for task in os.listdir("/proc/self/task"))
+alone = threads()
+world = TorchrunWorld("cpu", 30)
+import torch._dynamo  # a training run imports it on first use, after the group exists
+world.sum(1)
+world.close()
+print(alone, threads())
+assert threads() == alone, "the group's threads outlived close()"
+"""
+
+
+def test_closing_the_world_stops_the_groups_threads_before_the_interpreter_exits():
+    # A gloo thread still running while the interpreter exits can abort the process (SIGABRT).
+    variables = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
+    run = subprocess.run([sys.executable, "-c", LEAVE_THE_GROUP], cwd=ROOT, env={**os.environ, **variables},
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
 def test_distributed_off_trains_alone_whatever_the_variables_say(monkeypatch, tmp_path):
     monkeypatch.setenv("RANK", "1")
     monkeypatch.setenv("WORLD_SIZE", "two")

@@ -271,6 +271,16 @@ def describe_value(value):
     return "none: no episode ended" if value is None else f"{value:.4f}"
 
 
+def describe_final_stats(stats, solve_metric):
+    """The final policy's statistics for the summary. Those at 0 are counted rather than listed
+    (a short Craftax run reaches a few of its 67 achievements), except the solve metric."""
+    shown = [f"{k} {v:.4g}" for k, v in stats.items() if k != "episodes" and (v != 0 or k == solve_metric)]
+    zeros = sum(1 for k, v in stats.items() if k not in ("episodes", solve_metric) and v == 0)
+    if zeros:
+        shown.append(f"{zeros} more at 0")
+    return ", ".join(shown) or "no episode finished"
+
+
 def print_summary(env_name, config, trainer, target, best, run_dir):
     """The run's last words: what the final policy does on fresh episodes, against the target."""
     base = config["base"]
@@ -280,7 +290,7 @@ def print_summary(env_name, config, trainer, target, best, run_dir):
         print(f"Continue with: puffer train {env_name} --resume {run_dir}")
     else:
         stats = trainer.final_score
-        shown = ", ".join(f"{k} {v:.4g}" for k, v in stats.items() if k != "episodes") or "no episode finished"
+        shown = describe_final_stats(stats, base["solve_metric"])
         print(f"Finished {human(trainer.global_step)} steps in {trainer.seconds():.1f} s. Final policy on "
               f"{stats.get('episodes', 0):.0f} fresh episodes: {shown}")
         if target is not None:

@@ -147,6 +147,13 @@ def test_suggestions_only_for_close_names():
     assert "Did you mean" not in str(error.value)
 
 
+def test_the_summary_counts_the_statistics_at_zero_instead_of_listing_them():
+    stats = {"score": 0.0, "collect_wood": 0.3654, "eat_cow": 0.0, "defeat_zombie": 0.0, "episodes": 104.0}
+    assert cli.describe_final_stats(stats, "score") == "score 0, collect_wood 0.3654, 2 more at 0"
+    assert cli.describe_final_stats({"score": 1.0, "episodes": 9.0}, "score") == "score 1"
+    assert cli.describe_final_stats({}, "score") == "no episode finished"
+
+
 def test_resuming_a_finished_run_says_it_is_complete(tmp_path, capsys):
     flags = ["--train.data-dir", str(tmp_path), "--train.dashboard", "plain", "--vec.num-envs", "64"]
     assert cli.main(["train", "bandit", "--train.total-timesteps", "1024", *flags]) == 0

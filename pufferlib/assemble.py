@@ -44,6 +44,7 @@ def make_vecenv(env_name, config, num_envs=None):
     if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
         raise ConfigError(f"--vec.num-envs {num_envs!r}: give a positive number of envs")
     if vec["device"] != "cpu":
+        check_env_device(vec["device"])
         # An env on the GPU is its own vectorization: the trainer drives its device hooks.
         creator = env_family(config).env_creator(env_name, device=vec["device"])
         return creator(num_envs=num_envs, device=vec["device"], **env_kwargs)
@@ -125,6 +126,17 @@ def resolve_device(name):
     if str(name).startswith("cuda") and not torch.cuda.is_available():
         raise ConfigError(f"--train.device {name}: this torch ({torch.__version__}) sees no CUDA device")
     return name
+
+
+def check_env_device(name):
+    """--vec.device other than cpu: a CUDA device this torch can see."""
+    if not str(name).startswith("cuda"):
+        raise ConfigError(f"--vec.device {name!r}: valid are cpu, and cuda or cuda:N for an env with a GPU version")
+    if not torch.cuda.is_available():
+        raise ConfigError(
+            f"--vec.device {name}: this torch ({torch.__version__}) sees no CUDA device; "
+            "--vec.device cpu steps the env on this machine's cores"
+        )
 
 
 def policy_class_named(name):

@@ -271,14 +271,14 @@ def describe_value(value):
     return "none: no episode ended" if value is None else f"{value:.4f}"
 
 
-def describe_final_stats(stats, solve_metric):
-    """The final policy's statistics for the summary. Those at 0 are counted rather than listed
-    (a short Craftax run reaches a few of its 67 achievements), except the solve metric."""
-    shown = [f"{k} {v:.4g}" for k, v in stats.items() if k != "episodes" and (v != 0 or k == solve_metric)]
-    zeros = sum(1 for k, v in stats.items() if k not in ("episodes", solve_metric) and v == 0)
+def describe_stats(stats, solve_metric):
+    """Episode statistics for a summary line. Those at 0 are counted rather than listed (a short
+    Craftax run reaches a few of its 67 achievements), except the solve metric."""
+    shown = [f"{k} {v:.4g}" for k, v in stats.items() if v != 0 or k == solve_metric]
+    zeros = sum(1 for k, v in stats.items() if k != solve_metric and v == 0)
     if zeros:
         shown.append(f"{zeros} more at 0")
-    return ", ".join(shown) or "no episode finished"
+    return ", ".join(shown)
 
 
 def print_summary(env_name, config, trainer, target, best, run_dir):
@@ -290,7 +290,8 @@ def print_summary(env_name, config, trainer, target, best, run_dir):
         print(f"Continue with: puffer train {env_name} --resume {run_dir}")
     else:
         stats = trainer.final_score
-        shown = describe_final_stats(stats, base["solve_metric"])
+        shown = describe_stats({k: v for k, v in stats.items() if k != "episodes"}, base["solve_metric"])
+        shown = shown or "no episode finished"
         print(f"Finished {human(trainer.global_step)} steps in {trainer.seconds():.1f} s. Final policy on "
               f"{stats.get('episodes', 0):.0f} fresh episodes: {shown}")
         if target is not None:
@@ -418,7 +419,7 @@ def evaluate_policy(env_name, config, checkpoint):
     if returns:
         print(f"Mean return of agent 0 over {len(returns)} episodes: {np.mean(returns):.4g}")
     if stats:
-        print("Env episode statistics (all agents): " + ", ".join(f"{k} {v:.4g}" for k, v in stats.items()))
+        print("Env episode statistics (all agents): " + describe_stats(stats, config["base"]["solve_metric"]))
     if playback.frames:
         output = eval_config["output"]
         if output == "auto":

@@ -42,7 +42,10 @@ BAD_INPUTS = [
     ([], "a command is required", None),
     (["eval", "puffer_squared", "--train.learning-rate", "0.1"], "does not apply to puffer eval", None),
     (["train", "puffer_squared", "--resume", "--load-model-path", "x"], "pick one", None),
+    (["train", "puffer_craftax_compact", "--vec.device", "gpu"], "--vec.device 'gpu': valid are cpu, and cuda", None),
 ]
+if not torch.cuda.is_available():
+    BAD_INPUTS.append((["train", "puffer_craftax_compact", "--vec.device", "cuda"], "sees no CUDA device; --vec.device cpu", None))
 
 
 @pytest.mark.parametrize("argv, says, not_says", BAD_INPUTS, ids=[" ".join(a) or "(nothing)" for a, _, _ in BAD_INPUTS])
@@ -147,11 +150,11 @@ def test_suggestions_only_for_close_names():
     assert "Did you mean" not in str(error.value)
 
 
-def test_the_summary_counts_the_statistics_at_zero_instead_of_listing_them():
+def test_summaries_count_the_statistics_at_zero_instead_of_listing_them():
     stats = {"score": 0.0, "collect_wood": 0.3654, "eat_cow": 0.0, "defeat_zombie": 0.0, "episodes": 104.0}
-    assert cli.describe_final_stats(stats, "score") == "score 0, collect_wood 0.3654, 2 more at 0"
-    assert cli.describe_final_stats({"score": 1.0, "episodes": 9.0}, "score") == "score 1"
-    assert cli.describe_final_stats({}, "score") == "no episode finished"
+    assert cli.describe_stats(stats, "score") == "score 0, collect_wood 0.3654, episodes 104, 2 more at 0"
+    assert cli.describe_stats({"score": 1.0}, "score") == "score 1"
+    assert cli.describe_stats({}, "score") == ""
 
 
 def test_resuming_a_finished_run_says_it_is_complete(tmp_path, capsys):

@@ -644,7 +644,8 @@ def main(argv=None):
             parser.add_argument("runs", nargs="+", help="run folders, metrics.jsonl files, or env names (their newest run)")
             parser.add_argument("--metric", default="env/score", help="the metrics.jsonl column to draw (default: env/score)")
             parser.add_argument("--output", default=None, help="the PNG to write (default: METRIC.png in the first run)")
-            parser.add_argument("--data-dir", default="experiments", help="where env names' runs are found")
+            parser.add_argument("--data-dir", "--train.data-dir", dest="data_dir", default="experiments",
+                                help="where env names' runs are found, as train's --train.data-dir")
             args = parser.parse_args(rest)
             plot(args.runs, args.metric, args.output, args.data_dir)
             return 0

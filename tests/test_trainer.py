@@ -606,6 +606,9 @@ def test_train_resume_eval_and_plot_from_the_cli(tmp_path, capsys):
 
     assert cli.main(["plot", str(run), "--metric", "env/score"]) == 0
     assert (run / "env_score.png").stat().st_size > 0
+    # An env name finds its newest run under the folder train was given.
+    assert cli.main(["plot", "bandit", *flags[:2], "--output", str(tmp_path / "by_name.png")]) == 0
+    assert (tmp_path / "by_name.png").stat().st_size > 0
 
 
 def press_ctrl_c_once(folder, after_first_line=True):

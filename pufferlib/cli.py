@@ -290,8 +290,8 @@ def print_summary(env_name, config, trainer, target, best, run_dir):
         print(f"Continue with: puffer train {env_name} --resume {run_dir}")
     else:
         stats = trainer.final_score
-        shown = describe_stats({k: v for k, v in stats.items() if k != "episodes"}, base["solve_metric"])
-        shown = shown or "no episode finished"
+        episode_stats = {k: v for k, v in stats.items() if k != "episodes"}
+        shown = describe_stats(episode_stats, base["solve_metric"]) or "no episode finished"
         print(f"Finished {human(trainer.global_step)} steps in {trainer.seconds():.1f} s. Final policy on "
               f"{stats.get('episodes', 0):.0f} fresh episodes: {shown}")
         if target is not None:

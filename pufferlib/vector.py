@@ -22,7 +22,7 @@ buffers: an emulated env (``pufferlib.emulation``) or a native one. A creator th
 env. Env ``i`` is reset with ``seed + i``, so streams match across backends and worker counts.
 
 Backends: ``Serial`` (in-process; debugging, cheap envs), ``Native`` (batched envs in-process, one
-env object per batch, each in a thread of its own when there are several),
+env object per batch, stepped off the caller's thread when there are several),
 ``Multiprocessing`` (one shared-memory buffer, workers woken through semaphores, infos through
 pipes), ``Ray`` (one actor per worker; several machines).
 
@@ -698,11 +698,16 @@ class Native(Serial):
     """Batched envs (Ocean envs) in this process, each C vecenv stepping its envs itself.
 
     With ``batch_size == num_envs`` there is one env object, stepped in the caller's thread. With
-    ``batch_size < num_envs`` there is one env object per batch, each stepped in a thread of its
-    own (the C step releases the GIL): ``send`` returns at once, so the caller computes one batch's
+    ``batch_size < num_envs`` there is one env object per batch, stepped off the caller's thread
+    (the C step releases the GIL): ``send`` returns at once, so the caller computes one batch's
     actions while the others step. ``recv`` returns batches in the order they were sent, so a run
-    is the same from the same seed whatever the threads' timing. An env kwarg ``num_threads`` is
-    the whole vector env's: the env objects get an equal share each.
+    is the same from the same seed whatever the threads' timing.
+
+    An env kwarg ``num_threads`` above 1 is the whole vector env's, and every env object gets all
+    of them: one stepping thread steps the batches one after another, in the order they were sent,
+    so the env's cores stay on one batch at a time and go straight on to the next while the caller
+    acts on the last. Envs stepping on one thread step their batches side by side instead, a
+    thread each.
     """
 
     def __init__(
@@ -730,13 +735,13 @@ class Native(Serial):
                 f"the native backend runs one env object per batch: num_workers must be num_envs / batch_size "
                 f"({batches}), got {num_workers}"
             )
-        if env_kwargs and "num_threads" in env_kwargs:
-            # The vector env's threads: env objects stepping side by side share them.
-            env_kwargs = {**env_kwargs, "num_threads": max(1, env_kwargs["num_threads"] // batches)}
         super().__init__(
             env_creator, env_args, env_kwargs, num_envs, batches, batch_size, zero_copy, seed, timeout, pin_memory
         )
-        self.threads = ThreadPoolExecutor(self.num_workers, "puffer-native") if self.num_workers > 1 else None
+        # Threads stepping env objects besides the caller's: none for one env object, and one for
+        # env objects with threads of their own, so each steps on all of them in turn.
+        self.stepping_threads = 0 if self.num_workers == 1 else 1 if (env_kwargs or {}).get("num_threads", 1) > 1 else self.num_workers
+        self.threads = ThreadPoolExecutor(self.stepping_threads, "puffer-native") if self.stepping_threads else None
         # (worker, future) in the order the commands were sent; without threads the future holds
         # the result of a command run at once, in the caller's thread
         self.in_flight = collections.deque()

@@ -230,12 +230,14 @@ def test_vec_timeout_reaches_the_workers_and_bad_values_are_explained():
         assemble.make_vecenv("puffer_squared", config_for("puffer_squared", *flags, "--vec.timeout", "-1"))
 
 
-def test_native_env_objects_share_the_vecenv_threads():
-    for batch_size, expected in (("auto", [4]), ("32", [2, 2]), ("16", [1, 1, 1, 1])):
-        config = config_for("puffer_squared", "--vec.num-envs", "64", "--vec.num-threads", "4", "--vec.batch-size", batch_size)
+def test_native_env_objects_step_one_at_a_time_on_all_the_threads_or_side_by_side_on_one_each():
+    cases = (("4", "auto", [4], 0), ("4", "32", [4, 4], 1), ("4", "16", [4] * 4, 1), ("1", "16", [1] * 4, 4))
+    for num_threads, batch_size, env_threads, stepping_threads in cases:
+        config = config_for("puffer_squared", "--vec.num-envs", "64", "--vec.num-threads", num_threads, "--vec.batch-size", batch_size)
         vecenv = assemble.make_vecenv("puffer_squared", config)
         try:
-            assert [worker.envs[0].num_threads for worker in vecenv.workers] == expected
+            assert [worker.envs[0].num_threads for worker in vecenv.workers] == env_threads
+            assert vecenv.stepping_threads == stepping_threads
         finally:
             vecenv.close()
 
@@ -397,6 +399,7 @@ def test_a_checkpoint_from_another_device_keeps_this_devices_optimizer_flags():
 @pytest.mark.parametrize("env_name, flags", [
     ("puffer_squared", ["--base.rnn", "mingru"]),
     ("puffer_squared", ["--base.rnn", "mingru", "--vec.batch-size", "128"]),
+    ("puffer_craftax_compact", ["--vec.batch-size", "128", "--vec.num-threads", "2"]),
     ("puffer_craftax_compact", ["--env.reset-pool-size", "64"]),
 ])
 def test_graphed_host_env_rollout_equals_the_eager_rollout(env_name, flags):

@@ -100,8 +100,8 @@ class UnpicklableInfoEnv(CounterEnv):
         return observation, reward, terminated, truncated, {"callback": lambda: None}
 
 
-def squared(buf=None, num_envs=1):
-    return ocean.make("puffer_squared", num_envs=num_envs, buf=buf)
+def squared(buf=None, num_envs=1, num_threads=1):
+    return ocean.make("puffer_squared", num_envs=num_envs, buf=buf, num_threads=num_threads)
 
 
 def rollout(envs, steps, seed=7, action_seed=0):
@@ -188,12 +188,16 @@ def native_streams(envs, steps, actions, state=None, start=0):
 
 
 @pytest.mark.timeout(120)
-def test_native_batches_step_in_threads_in_send_order_as_one_env_object_would():
+@pytest.mark.parametrize("num_threads, stepping_threads", [(1, 2), (2, 1)])
+def test_native_batches_step_in_threads_in_send_order_as_one_env_object_would(num_threads, stepping_threads):
+    """Single-threaded env objects step side by side, a thread each; multithreaded ones one after
+    another on one thread. Either way the streams are one env object's."""
     num_envs, steps = 8, 80
     actions = np.random.default_rng(0).integers(0, 5, (2 * steps, num_envs)).astype(np.int32)
-    one = vector.make(squared, backend="native", num_envs=num_envs)
-    halves = vector.make(squared, backend="native", num_envs=num_envs, batch_size=4)
-    assert halves.num_workers == 2 and halves.threads is not None
+    kwargs = dict(num_threads=num_threads)
+    one = vector.make(squared, backend="native", num_envs=num_envs, env_kwargs=kwargs)
+    halves = vector.make(squared, backend="native", num_envs=num_envs, batch_size=4, env_kwargs=kwargs)
+    assert halves.num_workers == 2 and halves.stepping_threads == stepping_threads
     reference, _, _ = native_streams(one, steps, actions)
     streams, order, _ = native_streams(halves, steps, actions)
     assert streams == reference
@@ -203,7 +207,7 @@ def test_native_batches_step_in_threads_in_send_order_as_one_env_object_would():
     # A checkpoint's moment: the state taken after a send continues as the run itself does.
     first, _, state = native_streams(halves, steps // 2, actions)
     later, _, _ = native_streams(halves, steps // 2, actions, start=steps // 2)
-    restored = vector.make(squared, backend="native", num_envs=num_envs, batch_size=4)
+    restored = vector.make(squared, backend="native", num_envs=num_envs, batch_size=4, env_kwargs=kwargs)
     resumed, _, _ = native_streams(restored, steps // 2, actions, state=state, start=steps // 2)
     assert resumed == later
     with pytest.raises(ValueError, match="2 env objects, this vector env 1"):

@@ -738,9 +738,13 @@ class Native(Serial):
         super().__init__(
             env_creator, env_args, env_kwargs, num_envs, batches, batch_size, zero_copy, seed, timeout, pin_memory
         )
-        # Threads stepping env objects besides the caller's: none for one env object, and one for
-        # env objects with threads of their own, so each steps on all of them in turn.
-        self.stepping_threads = 0 if self.num_workers == 1 else 1 if (env_kwargs or {}).get("num_threads", 1) > 1 else self.num_workers
+        # Threads stepping env objects besides the caller's.
+        if self.num_workers == 1:
+            self.stepping_threads = 0
+        elif (env_kwargs or {}).get("num_threads", 1) > 1:
+            self.stepping_threads = 1  # each env object in turn, on all the env's threads
+        else:
+            self.stepping_threads = self.num_workers
         self.threads = ThreadPoolExecutor(self.stepping_threads, "puffer-native") if self.stepping_threads else None
         # (worker, future) in the order the commands were sent; without threads the future holds
         # the result of a command run at once, in the caller's thread

@@ -34,9 +34,9 @@ def make_vecenv(env_name, config, num_envs=None):
 
     With backend 'native', a batched env (an Ocean env) is stepped in this process by its own C
     vecenv with ``[vec] num_threads`` threads, the fastest way to run it; with a batch size below
-    num_envs, the env objects of the batches step one after another on all of those threads. With ``[vec] device``
-    cuda, the env's GPU version is built instead: it has device hooks (``gpu_step``, ...) in place
-    of that surface.
+    num_envs, the env objects of the batches step one after another on all of those threads. With
+    ``[vec] device`` cuda, the env's GPU version is built instead: it has device hooks
+    (``gpu_step``, ...) in place of that surface.
     """
     vec = config["vec"]
     env_kwargs = dict(config["env"])

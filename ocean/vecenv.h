@@ -180,7 +180,10 @@ static int vec_step(VecEnv* vec) {
         for (int b = 0; b < batches; b++) finished += vec_step_batch(vec, b);
         return finished;
     }
-    #pragma omp parallel for schedule(static) num_threads(vec->num_threads) reduction(+ : finished)
+    // Batches are handed out one at a time: their cost varies (an env that resets, a crowded
+    // step) and their count rarely divides evenly among the threads, and with a static split the
+    // other threads would wait at the barrier for the slowest share.
+    #pragma omp parallel for schedule(dynamic) num_threads(vec->num_threads) reduction(+ : finished)
     for (int b = 0; b < batches; b++) finished += vec_step_batch(vec, b);
     return finished;
 }

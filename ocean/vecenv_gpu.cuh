@@ -93,6 +93,7 @@ typedef struct {
     void* reset_scratch;   // reset_threads buffers of reset_scratch_bytes, or NULL
     size_t reset_scratch_bytes;
     int reset_threads;     // threads of the reset kernel: one per env, or one per scratch buffer
+    int step_block;  // threads per block of the step and reset kernels (vec_gpu_step_block)
     int num_envs;
     int agents_per_env;
     int action_dims;
@@ -100,6 +101,19 @@ typedef struct {
 } VecGpu;
 
 static int vec_gpu_blocks(int count) { return (count + VEC_GPU_BLOCK - 1) / VEC_GPU_BLOCK; }
+
+// Threads per block of the step and reset kernels: whole warps, at most VEC_GPU_BLOCK, and few
+// enough that the blocks reach every SM. A game step's scattered loads keep an SM's memory
+// pipeline busy with a few warps, so envs packed onto half the SMs would step at half the speed.
+static int vec_gpu_step_block(int num_envs, int sms) {
+    int per_sm = (num_envs + sms - 1) / sms;
+    int block = (per_sm + VEC_GPU_WARP - 1) / VEC_GPU_WARP * VEC_GPU_WARP;
+    return block < VEC_GPU_WARP ? VEC_GPU_WARP : (block > VEC_GPU_BLOCK ? VEC_GPU_BLOCK : block);
+}
+
+static unsigned vec_gpu_step_blocks(const VecGpu* vec, int count) {
+    return (unsigned)((count + vec->step_block - 1) / vec->step_block);
+}
 
 // Any failed CUDA call ends the calling function with its error; vec_gpu_error names it.
 #define VEC_GPU_CHECK(call)                    \
@@ -326,6 +340,10 @@ static cudaError_t vec_gpu_create(VecGpu** out, Env* host_envs, int num_envs, in
         vec_gpu_destroy(vec);                      \
         return status;                             \
     }
+    int device, sms;
+    VEC_GPU_CREATE_CHECK(cudaGetDevice(&device));
+    VEC_GPU_CREATE_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    vec->step_block = vec_gpu_step_block(num_envs, sms);
     VEC_GPU_CREATE_CHECK(cudaMalloc((void**)&vec->envs, sizeof(Env) * (size_t)num_envs));
     VEC_GPU_CREATE_CHECK(cudaMemcpy(vec->envs, host_envs, sizeof(Env) * (size_t)num_envs, cudaMemcpyHostToDevice));
     VEC_GPU_CREATE_CHECK(cudaMalloc((void**)&vec->episodes, sizeof(VecGpuEpisode) * (size_t)num_envs));
@@ -351,21 +369,21 @@ static cudaError_t vec_gpu_create(VecGpu** out, Env* host_envs, int num_envs, in
 static cudaError_t vec_gpu_reset(VecGpu* vec, uint64_t seed, cudaStream_t stream) {
     vec_gpu_seed_kernel<<<vec_gpu_blocks(vec->num_envs), VEC_GPU_BLOCK, 0, stream>>>(*vec, seed);
     VEC_GPU_CHECK(cudaGetLastError());
-    vec_gpu_reset_kernel<<<vec_gpu_blocks(vec->reset_threads), VEC_GPU_BLOCK, 0, stream>>>(*vec);
+    vec_gpu_reset_kernel<<<vec_gpu_step_blocks(vec, vec->reset_threads), vec->step_block, 0, stream>>>(*vec);
     VEC_GPU_CHECK(cudaGetLastError());
     return vec_gpu_observe(vec, stream);
 }
 
 // actions: device, num_envs * agents_per_env * action_dims values, int64 when actions_are_int64.
 static cudaError_t vec_gpu_step(VecGpu* vec, const void* actions, int actions_are_int64, cudaStream_t stream) {
-    int blocks = vec_gpu_blocks(vec->num_envs);
+    unsigned blocks = vec_gpu_step_blocks(vec, vec->num_envs);
     if (actions_are_int64) {
-        vec_gpu_step_kernel<long long><<<blocks, VEC_GPU_BLOCK, 0, stream>>>(*vec, (const long long*)actions);
+        vec_gpu_step_kernel<long long><<<blocks, vec->step_block, 0, stream>>>(*vec, (const long long*)actions);
     } else {
-        vec_gpu_step_kernel<int><<<blocks, VEC_GPU_BLOCK, 0, stream>>>(*vec, (const int*)actions);
+        vec_gpu_step_kernel<int><<<blocks, vec->step_block, 0, stream>>>(*vec, (const int*)actions);
     }
     VEC_GPU_CHECK(cudaGetLastError());
-    vec_gpu_reset_kernel<<<vec_gpu_blocks(vec->reset_threads), VEC_GPU_BLOCK, 0, stream>>>(*vec);
+    vec_gpu_reset_kernel<<<vec_gpu_step_blocks(vec, vec->reset_threads), vec->step_block, 0, stream>>>(*vec);
     VEC_GPU_CHECK(cudaGetLastError());
     return vec_gpu_observe(vec, stream);
 }

@@ -113,6 +113,18 @@ def action_stream(rng, num_envs):
 @pytest.mark.parametrize("pool_size", [0, 64])
 @pytest.mark.parametrize("compact", [False, True], ids=["full", "compact"])
 def test_gpu_env_matches_cpu_env_bitwise(torch, num_envs, steps, pool_size, compact):
+    assert_parity(torch, num_envs, steps, pool_size, compact)
+
+
+@pytest.mark.gpu
+def test_gpu_env_matches_cpu_env_in_blocks_of_four_warps(torch):
+    """The counts above fill one warp a block on a large GPU (the step's blocks are sized so that
+    every SM gets envs); 128 envs per SM fill the largest blocks, four warps each."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    assert_parity(torch, sms * 128, 300, 64, True)
+
+
+def assert_parity(torch, num_envs, steps, pool_size, compact):
     cpu_env, gpu_env = make_pair(num_envs, compact, pool_size, seed=1000 + num_envs)
     rng = np.random.default_rng(num_envs + pool_size + compact)
     episodes = 0

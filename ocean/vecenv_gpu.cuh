@@ -100,19 +100,16 @@ typedef struct {
     int nvec[VEC_GPU_MAX_ACTION_DIMS];
 } VecGpu;
 
-static int vec_gpu_blocks(int count) { return (count + VEC_GPU_BLOCK - 1) / VEC_GPU_BLOCK; }
+// Blocks of `block` threads that cover `count` threads.
+static unsigned vec_gpu_blocks(long count, int block) { return (unsigned)((count + block - 1) / block); }
 
 // Threads per block of the step and reset kernels: whole warps, at most VEC_GPU_BLOCK, and few
-// enough that the blocks reach every SM. A game step's scattered loads keep an SM's memory
-// pipeline busy with a few warps, so envs packed onto half the SMs would step at half the speed.
+// enough that the blocks reach every SM. At a few thousand envs, blocks of VEC_GPU_BLOCK would
+// leave SMs without envs while the others run a warp or two each.
 static int vec_gpu_step_block(int num_envs, int sms) {
     int per_sm = (num_envs + sms - 1) / sms;
     int block = (per_sm + VEC_GPU_WARP - 1) / VEC_GPU_WARP * VEC_GPU_WARP;
     return block < VEC_GPU_WARP ? VEC_GPU_WARP : (block > VEC_GPU_BLOCK ? VEC_GPU_BLOCK : block);
-}
-
-static unsigned vec_gpu_step_blocks(const VecGpu* vec, int count) {
-    return (unsigned)((count + vec->step_block - 1) / vec->step_block);
 }
 
 // Any failed CUDA call ends the calling function with its error; vec_gpu_error names it.
@@ -222,7 +219,7 @@ __global__ void vec_gpu_observe_kernel(VecGpu vec) {
 static cudaError_t vec_gpu_observe(VecGpu* vec, cudaStream_t stream) {
 #ifdef VEC_GPU_OBSERVE_PARTS
     long threads = (long)vec->num_envs * VEC_GPU_OBSERVE_PARTS;
-    vec_gpu_observe_kernel<<<(unsigned)((threads + VEC_GPU_BLOCK - 1) / VEC_GPU_BLOCK), VEC_GPU_BLOCK, 0, stream>>>(*vec);
+    vec_gpu_observe_kernel<<<vec_gpu_blocks(threads, VEC_GPU_BLOCK), VEC_GPU_BLOCK, 0, stream>>>(*vec);
     return cudaGetLastError();
 #else
     (void)vec;
@@ -350,7 +347,7 @@ static cudaError_t vec_gpu_create(VecGpu** out, Env* host_envs, int num_envs, in
     VEC_GPU_CREATE_CHECK(cudaMemset(vec->episodes, 0, sizeof(VecGpuEpisode) * (size_t)num_envs));
     VEC_GPU_CREATE_CHECK(cudaMalloc((void**)&vec->ended, (size_t)num_envs));
     VEC_GPU_CREATE_CHECK(cudaMemset(vec->ended, 0, (size_t)num_envs));
-    VEC_GPU_CREATE_CHECK(cudaMalloc((void**)&vec->partial_sums, sizeof(double) * VEC_GPU_SUMS * vec_gpu_blocks(num_envs)));
+    VEC_GPU_CREATE_CHECK(cudaMalloc((void**)&vec->partial_sums, sizeof(double) * VEC_GPU_SUMS * vec_gpu_blocks(num_envs, VEC_GPU_BLOCK)));
     VEC_GPU_CREATE_CHECK(cudaMalloc((void**)&vec->report, sizeof(VecGpuReport)));
     VEC_GPU_CREATE_CHECK(cudaMemset(vec->report, 0xFF, sizeof(VecGpuReport)));
     VEC_GPU_CREATE_CHECK(cudaMallocHost((void**)&vec->report_host, sizeof(VecGpuReport)));
@@ -367,23 +364,23 @@ static cudaError_t vec_gpu_create(VecGpu** out, Env* host_envs, int num_envs, in
 }
 
 static cudaError_t vec_gpu_reset(VecGpu* vec, uint64_t seed, cudaStream_t stream) {
-    vec_gpu_seed_kernel<<<vec_gpu_blocks(vec->num_envs), VEC_GPU_BLOCK, 0, stream>>>(*vec, seed);
+    vec_gpu_seed_kernel<<<vec_gpu_blocks(vec->num_envs, VEC_GPU_BLOCK), VEC_GPU_BLOCK, 0, stream>>>(*vec, seed);
     VEC_GPU_CHECK(cudaGetLastError());
-    vec_gpu_reset_kernel<<<vec_gpu_step_blocks(vec, vec->reset_threads), vec->step_block, 0, stream>>>(*vec);
+    vec_gpu_reset_kernel<<<vec_gpu_blocks(vec->reset_threads, vec->step_block), vec->step_block, 0, stream>>>(*vec);
     VEC_GPU_CHECK(cudaGetLastError());
     return vec_gpu_observe(vec, stream);
 }
 
 // actions: device, num_envs * agents_per_env * action_dims values, int64 when actions_are_int64.
 static cudaError_t vec_gpu_step(VecGpu* vec, const void* actions, int actions_are_int64, cudaStream_t stream) {
-    unsigned blocks = vec_gpu_step_blocks(vec, vec->num_envs);
+    unsigned blocks = vec_gpu_blocks(vec->num_envs, vec->step_block);
     if (actions_are_int64) {
         vec_gpu_step_kernel<long long><<<blocks, vec->step_block, 0, stream>>>(*vec, (const long long*)actions);
     } else {
         vec_gpu_step_kernel<int><<<blocks, vec->step_block, 0, stream>>>(*vec, (const int*)actions);
     }
     VEC_GPU_CHECK(cudaGetLastError());
-    vec_gpu_reset_kernel<<<vec_gpu_step_blocks(vec, vec->reset_threads), vec->step_block, 0, stream>>>(*vec);
+    vec_gpu_reset_kernel<<<vec_gpu_blocks(vec->reset_threads, vec->step_block), vec->step_block, 0, stream>>>(*vec);
     VEC_GPU_CHECK(cudaGetLastError());
     return vec_gpu_observe(vec, stream);
 }
@@ -391,7 +388,7 @@ static cudaError_t vec_gpu_step(VecGpu* vec, const void* actions, int actions_ar
 // Reduces and clears the statistics and the bad-action record; waits for the stream. *report
 // holds the sums (Log fields, return, length, episodes) and the first bad action since the last call.
 static cudaError_t vec_gpu_sync_logs(VecGpu* vec, VecGpuReport* report, cudaStream_t stream) {
-    int blocks = vec_gpu_blocks(vec->num_envs);
+    unsigned blocks = vec_gpu_blocks(vec->num_envs, VEC_GPU_BLOCK);
     vec_gpu_partial_sums_kernel<<<blocks, VEC_GPU_BLOCK, 0, stream>>>(*vec);
     VEC_GPU_CHECK(cudaGetLastError());
     vec_gpu_total_sums_kernel<<<1, ((VEC_GPU_SUMS + VEC_GPU_WARP - 1) / VEC_GPU_WARP) * VEC_GPU_WARP, 0, stream>>>(*vec, blocks);

@@ -49,7 +49,7 @@
 #endif
 
 #ifdef __CUDACC__
-// The warps of a block of the device step; craftax_gpu.cu checks it against VEC_GPU_BLOCK.
+// The most warps in a block of the device step; craftax_gpu.cu checks it against VEC_GPU_BLOCK.
 #define CRAFTAX_WARPS_PER_BLOCK 4
 
 __device__ static unsigned* craftax_stepping_lane_masks(void) {

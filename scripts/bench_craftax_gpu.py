@@ -1,19 +1,21 @@
 """Env-only steps per second of the GPU Craftax env, with its peers measured in the same run.
 
 Usage: python scripts/bench_craftax_gpu.py [--counts 8192,65536,262144,655360] [--seconds 2]
-           [--pool 1024] [--cpu-envs 4096] [--jax-envs 4096]
+           [--pool 1024] [--cpu-envs 4096] [--jax-envs 4096] [--kernels]
 
 Rows: CraftaxGPU and CraftaxCompactGPU at each env count (counts that do not fit in the GPU's
 free memory are reported and skipped), random actions drawn on the GPU every step (torch.randint
 into the env's action tensor), timed with CUDA events; the C env (ocean.craftax.Craftax/
 CraftaxCompact) on every host core; and, when the JAX package `craftax` is importable, the JAX
 reference (jit + vmap + lax.scan, auto-reset). Every row uses a reset pool of --pool worlds except
-the JAX reference, which has none.
+the JAX reference, which has none. --kernels adds each GPU row's device time per step by kernel
+(the env's step, observation and reset kernels, and the rest), from the torch profiler.
 """
 
 import argparse
 import os
 import platform
+import re
 import time
 
 import numpy as np
@@ -36,7 +38,24 @@ def cpu_model():
     return platform.processor() or "unknown"
 
 
-def bench_gpu(torch, env_class, num_envs, pool, seconds):
+def kernel_times(torch, run, steps=10):
+    """Device time per step of each env kernel (vec_gpu_*, the observation expansion) and of the
+    rest together (the action draws), from the torch profiler over `steps` steps."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as profiler:
+        run(steps)
+        torch.cuda.synchronize()
+    times = {}
+    for event in profiler.key_averages():
+        if event.self_device_time_total > 0:
+            match = re.search(r"vec_gpu_\w+|\w*observation\w*", event.key)
+            name = match.group(0) if match else "other"
+            times[name] = times.get(name, 0.0) + event.self_device_time_total / steps
+    return ", ".join(f"{name} {us:,.0f} us" for name, us in sorted(times.items(), key=lambda item: -item[1]))
+
+
+def bench_gpu(torch, env_class, num_envs, pool, seconds, kernels=False):
     obs_bytes = craftax.COMPACT_OBS_BYTES if env_class.compact else craftax.OBS_SIZE * 4
     needed = num_envs * (binding.STATE_BYTES + obs_bytes + ENV_OVERHEAD_BYTES)
     free, _ = torch.cuda.mem_get_info()
@@ -64,9 +83,12 @@ def bench_gpu(torch, env_class, num_envs, pool, seconds):
     end.record()
     end.synchronize()
     elapsed = start.elapsed_time(end) / 1000
+    note = f"{steps} steps, {elapsed / steps * 1000:.2f} ms/step"
+    if kernels:
+        note += f"; per step: {kernel_times(torch, run)}"
     env.gpu_sync_logs()
     env.close()
-    return num_envs * steps / elapsed, f"{steps} steps, {elapsed / steps * 1000:.2f} ms/step"
+    return num_envs * steps / elapsed, note
 
 
 def bench_cpu(env_class, num_envs, pool, seconds):
@@ -129,6 +151,7 @@ def main():
     parser.add_argument("--pool", type=int, default=1024)
     parser.add_argument("--cpu-envs", type=int, default=4096)
     parser.add_argument("--jax-envs", type=int, default=4096)
+    parser.add_argument("--kernels", action="store_true", help="each GPU row's device time per step by kernel")
     args = parser.parse_args()
 
     import torch
@@ -137,7 +160,7 @@ def main():
     print(f"GPU: {torch.cuda.get_device_name()}; host: {cpu_model()}, {os.cpu_count()} cores", flush=True)
     for count in [int(c) for c in args.counts.split(",")]:
         for env_class in (gpu.CraftaxCompactGPU, gpu.CraftaxGPU):
-            rate, note = bench_gpu(torch, env_class, count, args.pool, args.seconds)
+            rate, note = bench_gpu(torch, env_class, count, args.pool, args.seconds, args.kernels)
             torch.cuda.empty_cache()  # the closed env's tensors, before the next count
             rows.append((f"GPU {env_class.__name__}", count, rate, note))
             print(rows[-1], flush=True)

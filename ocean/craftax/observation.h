@@ -157,23 +157,24 @@ CRAFTAX_FN void write_scalars(const GameState* s, float* out, int in_step) {
 // far as the compiler knows). Returns the row's lit cells, bit c for column c.
 CRAFTAX_FN uint32_t write_compact_view_row(const GameState* s, uint8_t* out, int r) {
     int l = s->player_level;
-    const uint8_t* map = &s->map[l][0][0];
-    const uint8_t* items = &s->item_map[l][0][0];
     int wr = s->player_position[0] - OBS_ROWS / 2 + r, left = s->player_position[1] - OBS_COLS / 2;
-    int row_inside = wr >= 0 && wr < MAP_SIZE;
-    uint64_t lit_bits = row_inside ? s->lit_rows[l][wr] : 0;
+    if (wr < 0 || wr >= MAP_SIZE) wr = -1;
+    // The row's lit cells at once: the map row's light bits shifted to the view's first column;
+    // columns off the map take no bits (a shift past either end leaves none).
+    uint64_t lit_bits = wr < 0 ? 0 : s->lit_rows[l][wr];
+    uint32_t row_lit = (uint32_t)((left >= 0 ? lit_bits >> left : lit_bits << -left) & ((1u << OBS_COLS) - 1));
+    // Dark cells (cells off the map are dark) take column 0, so every read stays in the row; their
+    // ids are zeroed.
+    const uint8_t* map = &s->map[l][wr < 0 ? 0 : wr][0];
+    const uint8_t* items = &s->item_map[l][wr < 0 ? 0 : wr][0];
     uint32_t ids[OBS_COLS];  // block and item id, bytes 0 and 1 of the cell
-    uint32_t row_lit = 0;
 #ifdef __CUDA_ARCH__
 #pragma unroll
 #endif
     for (int c = 0; c < OBS_COLS; c++) {
-        int wc = left + c;
-        int inside = row_inside && wc >= 0 && wc < MAP_SIZE;
-        int index = inside ? wr * MAP_SIZE + wc : 0;  // outside the map: no block, item or light
-        int is_lit = inside && (int)(lit_bits >> wc & 1);
-        ids[c] = is_lit ? (uint32_t)map[index] | (uint32_t)items[index] << 8 : 0u;
-        row_lit |= (uint32_t)is_lit << c;
+        int is_lit = row_lit >> c & 1;
+        int column = is_lit ? left + c : 0;
+        ids[c] = is_lit ? (uint32_t)map[column] | (uint32_t)items[column] << 8 : 0u;
     }
 #ifdef __CUDA_ARCH__
 #pragma unroll
@@ -186,12 +187,12 @@ CRAFTAX_FN uint32_t write_compact_view_row(const GameState* s, uint8_t* out, int
     return row_lit;
 }
 
-// Marks view row r's lit cells (write_compact_view_row's bits) in the view's cell bitset.
+// Marks view row r's lit cells (write_compact_view_row's bits) in the view's cell bitset: the
+// row's bits land at bit r * OBS_COLS of the 128, in one word or across the two.
 CRAFTAX_FN void mark_lit_row(uint64_t lit[2], int r, uint32_t row_lit) {
-    for (int c = 0; c < OBS_COLS; c++) {
-        int cell = r * OBS_COLS + c;
-        lit[cell >> 6] |= (uint64_t)(row_lit >> c & 1) << (cell & 63);
-    }
+    int first = r * OBS_COLS;
+    if (first < 64) lit[0] |= (uint64_t)row_lit << first;
+    if (first + OBS_COLS > 64) lit[1] |= first >= 64 ? (uint64_t)row_lit << (first - 64) : (uint64_t)row_lit >> (64 - first);
 }
 
 // The 51 scalars after the compact view, as little-endian float32 words.

@@ -7,6 +7,10 @@
 // same 51 scalars as little-endian float32.
 #pragma once
 #include "state.h"
+#if defined(__SSE2__) && !defined(__CUDACC__)
+#include <emmintrin.h>
+#define CRAFTAX_VIEW_ROW_SSE2
+#endif
 
 #define OBS_CELLS (OBS_ROWS * OBS_COLS)
 #define OBS_CHANNELS (NUM_BLOCK_TYPES + NUM_ITEM_TYPES + NUM_MOB_CLASSES * MOB_TYPES_PER_CLASS + 1)
@@ -151,6 +155,42 @@ CRAFTAX_FN void write_scalars(const GameState* s, float* out, int in_step) {
     out[k++] = (float)is_boss_vulnerable(s);
 }
 
+#ifdef CRAFTAX_VIEW_ROW_SSE2
+CRAFTAX_STATIC_ASSERT(OBS_COLS == 11 && COMPACT_CELL_BYTES == 8 && COMPACT_LIGHT == 7,
+                      "the SSE2 row: 11 cells of two words, the light flag the second's top byte");
+// write_compact_view_row's cells on the host, 16 columns at a time: map and items are the view
+// row's first cell in the map and item rows, out the row's first cell. Reads 16 bytes from each:
+// past the map row's end they run into the next row or the next map of GameState, never past it.
+static inline void write_compact_view_row_sse2(const uint8_t* map, const uint8_t* items, uint32_t row_lit, uint8_t* out) {
+    __m128i blocks = _mm_loadu_si128((const __m128i*)map), item_ids = _mm_loadu_si128((const __m128i*)items);
+    __m128i lit_bits = _mm_set1_epi16((short)row_lit);
+    __m128i low_columns = _mm_setr_epi16(1 << 0, 1 << 1, 1 << 2, 1 << 3, 1 << 4, 1 << 5, 1 << 6, 1 << 7);
+    __m128i high_columns = _mm_setr_epi16(1 << 8, 1 << 9, 1 << 10, 0, 0, 0, 0, 0);
+    __m128i lit_low = _mm_cmpeq_epi16(_mm_and_si128(lit_bits, low_columns), low_columns);  // columns 0-7
+    __m128i lit_high = _mm_and_si128(_mm_cmpeq_epi16(_mm_and_si128(lit_bits, high_columns), high_columns),
+                                     _mm_setr_epi16(-1, -1, -1, 0, 0, 0, 0, 0));  // columns 8-10
+    // Per column the 16 bits block | item << 8, zeroed where dark.
+    __m128i ids_low = _mm_and_si128(_mm_unpacklo_epi8(blocks, item_ids), lit_low);
+    __m128i ids_high = _mm_and_si128(_mm_unpackhi_epi8(blocks, item_ids), lit_high);
+    __m128i light = _mm_set1_epi32(1 << 24), zero = _mm_setzero_si128();
+    __m128i cells[6];  // two cells each: (ids word, light word) twice
+    for (int half = 0; half < 2; half++) {
+        __m128i ids = half ? ids_high : ids_low, lit = half ? lit_high : lit_low;
+        __m128i ids_first = _mm_unpacklo_epi16(ids, zero), ids_last = _mm_unpackhi_epi16(ids, zero);
+        __m128i light_first = _mm_and_si128(_mm_unpacklo_epi16(lit, lit), light);
+        __m128i light_last = _mm_and_si128(_mm_unpackhi_epi16(lit, lit), light);
+        cells[4 * half + 0] = _mm_unpacklo_epi32(ids_first, light_first);
+        cells[4 * half + 1] = _mm_unpackhi_epi32(ids_first, light_first);
+        if (half == 0) {
+            cells[2] = _mm_unpacklo_epi32(ids_last, light_last);
+            cells[3] = _mm_unpackhi_epi32(ids_last, light_last);
+        }
+    }
+    for (int pair = 0; pair < 5; pair++) _mm_storeu_si128((__m128i*)(out + 16 * pair), cells[pair]);
+    _mm_storel_epi64((__m128i*)(out + 16 * 5), cells[5]);  // column 10 alone
+}
+#endif
+
 // View row r of the compact observation, mobs aside: each cell's block and item ids and light
 // flag (ids 0 on dark cells). The row's map, item and light values are all loaded before any of
 // its cells is stored, so the loads are in flight together (the output may alias the state as
@@ -167,6 +207,12 @@ CRAFTAX_FN uint32_t write_compact_view_row(const GameState* s, uint8_t* out, int
     // ids are zeroed.
     const uint8_t* map = &s->map[l][wr < 0 ? 0 : wr][0];
     const uint8_t* items = &s->item_map[l][wr < 0 ? 0 : wr][0];
+#ifdef CRAFTAX_VIEW_ROW_SSE2
+    if (left >= 0) {
+        write_compact_view_row_sse2(map + left, items + left, row_lit, out + r * OBS_COLS * COMPACT_CELL_BYTES);
+        return row_lit;
+    }
+#endif
     uint32_t ids[OBS_COLS];  // block and item id, bytes 0 and 1 of the cell
 #ifdef __CUDA_ARCH__
 #pragma unroll

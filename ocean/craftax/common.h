@@ -28,6 +28,13 @@
 #define CRAFTAX_TABLE(type, name, size, ...) static const type name##_host[size] = __VA_ARGS__;
 #endif
 
+// Host-only SIMD paths (the view's rows, the spawn scan) use SSE2, which every x86-64 CPU has;
+// elsewhere, and on the device, the plain loops they replace run.
+#if defined(__SSE2__) && !defined(__CUDACC__)
+#include <emmintrin.h>
+#define CRAFTAX_SSE2
+#endif
+
 // The batch draws of draws.h are compiled for several x86 vector extensions, the best one the
 // CPU has picked at load time (GCC function multiversioning), so a portable build still hashes
 // with AVX2 or AVX-512. The extensions only change speed: the hashes are integer arithmetic.

@@ -7,10 +7,6 @@
 // same 51 scalars as little-endian float32.
 #pragma once
 #include "state.h"
-#if defined(__SSE2__) && !defined(__CUDACC__)
-#include <emmintrin.h>
-#define CRAFTAX_VIEW_ROW_SSE2
-#endif
 
 #define OBS_CELLS (OBS_ROWS * OBS_COLS)
 #define OBS_CHANNELS (NUM_BLOCK_TYPES + NUM_ITEM_TYPES + NUM_MOB_CLASSES * MOB_TYPES_PER_CLASS + 1)
@@ -155,7 +151,7 @@ CRAFTAX_FN void write_scalars(const GameState* s, float* out, int in_step) {
     out[k++] = (float)is_boss_vulnerable(s);
 }
 
-#ifdef CRAFTAX_VIEW_ROW_SSE2
+#ifdef CRAFTAX_SSE2
 CRAFTAX_STATIC_ASSERT(OBS_COLS == 11 && COMPACT_CELL_BYTES == 8 && COMPACT_LIGHT == 7,
                       "the SSE2 row: 11 cells of two words, the light flag the second's top byte");
 // write_compact_view_row's cells on the host, 16 columns at a time: map and items are the view
@@ -207,7 +203,7 @@ CRAFTAX_FN uint32_t write_compact_view_row(const GameState* s, uint8_t* out, int
     // ids are zeroed.
     const uint8_t* map = &s->map[l][wr < 0 ? 0 : wr][0];
     const uint8_t* items = &s->item_map[l][wr < 0 ? 0 : wr][0];
-#ifdef CRAFTAX_VIEW_ROW_SSE2
+#ifdef CRAFTAX_SSE2
     if (left >= 0) {
         write_compact_view_row_sse2(map + left, items + left, row_lit, out + r * OBS_COLS * COMPACT_CELL_BYTES);
         return row_lit;

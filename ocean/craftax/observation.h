@@ -159,31 +159,31 @@ CRAFTAX_STATIC_ASSERT(OBS_COLS == 11 && COMPACT_CELL_BYTES == 8 && COMPACT_LIGHT
 // past the map row's end they run into the next row or the next map of GameState, never past it.
 static inline void write_compact_view_row_sse2(const uint8_t* map, const uint8_t* items, uint32_t row_lit, uint8_t* out) {
     __m128i blocks = _mm_loadu_si128((const __m128i*)map), item_ids = _mm_loadu_si128((const __m128i*)items);
+    // 16-bit lanes: 0xFFFF where the column is lit (row_lit holds columns 0-10 only).
     __m128i lit_bits = _mm_set1_epi16((short)row_lit);
     __m128i low_columns = _mm_setr_epi16(1 << 0, 1 << 1, 1 << 2, 1 << 3, 1 << 4, 1 << 5, 1 << 6, 1 << 7);
-    __m128i high_columns = _mm_setr_epi16(1 << 8, 1 << 9, 1 << 10, 0, 0, 0, 0, 0);
-    __m128i lit_low = _mm_cmpeq_epi16(_mm_and_si128(lit_bits, low_columns), low_columns);  // columns 0-7
-    __m128i lit_high = _mm_and_si128(_mm_cmpeq_epi16(_mm_and_si128(lit_bits, high_columns), high_columns),
-                                     _mm_setr_epi16(-1, -1, -1, 0, 0, 0, 0, 0));  // columns 8-10
+    __m128i high_columns = _mm_slli_epi16(low_columns, 8);
+    __m128i lit_low = _mm_cmpeq_epi16(_mm_and_si128(lit_bits, low_columns), low_columns);     // columns 0-7
+    __m128i lit_high = _mm_cmpeq_epi16(_mm_and_si128(lit_bits, high_columns), high_columns);  // columns 8-15
     // Per column the 16 bits block | item << 8, zeroed where dark.
     __m128i ids_low = _mm_and_si128(_mm_unpacklo_epi8(blocks, item_ids), lit_low);
     __m128i ids_high = _mm_and_si128(_mm_unpackhi_epi8(blocks, item_ids), lit_high);
-    __m128i light = _mm_set1_epi32(1 << 24), zero = _mm_setzero_si128();
-    __m128i cells[6];  // two cells each: (ids word, light word) twice
-    for (int half = 0; half < 2; half++) {
-        __m128i ids = half ? ids_high : ids_low, lit = half ? lit_high : lit_low;
-        __m128i ids_first = _mm_unpacklo_epi16(ids, zero), ids_last = _mm_unpackhi_epi16(ids, zero);
-        __m128i light_first = _mm_and_si128(_mm_unpacklo_epi16(lit, lit), light);
-        __m128i light_last = _mm_and_si128(_mm_unpackhi_epi16(lit, lit), light);
-        cells[4 * half + 0] = _mm_unpacklo_epi32(ids_first, light_first);
-        cells[4 * half + 1] = _mm_unpackhi_epi32(ids_first, light_first);
-        if (half == 0) {
-            cells[2] = _mm_unpacklo_epi32(ids_last, light_last);
-            cells[3] = _mm_unpackhi_epi32(ids_last, light_last);
+    // Columns 0-3, 4-7 and 8-11 as 32-bit words: the ids word and the light word of each cell.
+    __m128i zero = _mm_setzero_si128(), light = _mm_set1_epi32(1 << 24);
+    __m128i ids[3] = {_mm_unpacklo_epi16(ids_low, zero), _mm_unpackhi_epi16(ids_low, zero), _mm_unpacklo_epi16(ids_high, zero)};
+    __m128i lights[3] = {_mm_and_si128(_mm_unpacklo_epi16(lit_low, lit_low), light),
+                         _mm_and_si128(_mm_unpackhi_epi16(lit_low, lit_low), light),
+                         _mm_and_si128(_mm_unpacklo_epi16(lit_high, lit_high), light)};
+    for (int quad = 0; quad < 3; quad++) {
+        uint8_t* cells = out + 4 * COMPACT_CELL_BYTES * quad;
+        _mm_storeu_si128((__m128i*)cells, _mm_unpacklo_epi32(ids[quad], lights[quad]));  // two cells
+        __m128i next_two = _mm_unpackhi_epi32(ids[quad], lights[quad]);
+        if (quad < 2) {
+            _mm_storeu_si128((__m128i*)(cells + 2 * COMPACT_CELL_BYTES), next_two);
+        } else {
+            _mm_storel_epi64((__m128i*)(cells + 2 * COMPACT_CELL_BYTES), next_two);  // column 10 alone
         }
     }
-    for (int pair = 0; pair < 5; pair++) _mm_storeu_si128((__m128i*)(out + 16 * pair), cells[pair]);
-    _mm_storel_epi64((__m128i*)(out + 16 * 5), cells[5]);  // column 10 alone
 }
 #endif
 

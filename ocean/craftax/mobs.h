@@ -291,17 +291,25 @@ CRAFTAX_FN uint64_t spawn_block_set(const SpawnRule* rule) {
 
 #ifdef CRAFTAX_SSE2
 // Every cell of a map row allowed by the rule's blocks (block_set) and free of mobs, as bits (bit
-// c: column c), 16 columns at a time: a rule allows at most a few blocks, each one comparison.
+// c: column c), 16 columns at a time: a rule allows at most a few blocks, each one comparison per
+// 16 columns.
 static inline uint64_t spawn_row_allowed_sse2(uint64_t block_set, const uint8_t* map_row, const uint8_t* mob_row) {
-    uint64_t allowed = 0;
-    for (int chunk = 0; chunk < MAP_SIZE / 16; chunk++) {
-        __m128i blocks = _mm_loadu_si128((const __m128i*)(map_row + 16 * chunk));
-        __m128i on_block = _mm_setzero_si128();
-        for (uint64_t set = block_set; set; set &= set - 1) {
-            on_block = _mm_or_si128(on_block, _mm_cmpeq_epi8(blocks, _mm_set1_epi8((char)__builtin_ctzll(set))));
+    enum { CHUNKS = MAP_SIZE / 16 };
+    __m128i blocks[CHUNKS], on_block[CHUNKS];
+    for (int chunk = 0; chunk < CHUNKS; chunk++) {
+        blocks[chunk] = _mm_loadu_si128((const __m128i*)(map_row + 16 * chunk));
+        on_block[chunk] = _mm_setzero_si128();
+    }
+    for (uint64_t set = block_set; set; set &= set - 1) {
+        __m128i block = _mm_set1_epi8((char)__builtin_ctzll(set));
+        for (int chunk = 0; chunk < CHUNKS; chunk++) {
+            on_block[chunk] = _mm_or_si128(on_block[chunk], _mm_cmpeq_epi8(blocks[chunk], block));
         }
+    }
+    uint64_t allowed = 0;
+    for (int chunk = 0; chunk < CHUNKS; chunk++) {
         __m128i free = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i*)(mob_row + 16 * chunk)), _mm_setzero_si128());
-        allowed |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_and_si128(on_block, free)) << (16 * chunk);
+        allowed |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_and_si128(on_block[chunk], free)) << (16 * chunk);
     }
     return allowed;
 }

@@ -194,15 +194,15 @@ static inline void write_compact_view_row_sse2(const uint8_t* map, const uint8_t
 CRAFTAX_FN uint32_t write_compact_view_row(const GameState* s, uint8_t* out, int r) {
     int l = s->player_level;
     int wr = s->player_position[0] - OBS_ROWS / 2 + r, left = s->player_position[1] - OBS_COLS / 2;
-    if (wr < 0 || wr >= MAP_SIZE) wr = -1;
+    int row_inside = wr >= 0 && wr < MAP_SIZE;
     // The row's lit cells at once: the map row's light bits shifted to the view's first column;
     // columns off the map take no bits (a shift past either end leaves none).
-    uint64_t lit_bits = wr < 0 ? 0 : s->lit_rows[l][wr];
+    uint64_t lit_bits = row_inside ? s->lit_rows[l][wr] : 0;
     uint32_t row_lit = (uint32_t)((left >= 0 ? lit_bits >> left : lit_bits << -left) & ((1u << OBS_COLS) - 1));
-    // Dark cells (cells off the map are dark) take column 0, so every read stays in the row; their
-    // ids are zeroed.
-    const uint8_t* map = &s->map[l][wr < 0 ? 0 : wr][0];
-    const uint8_t* items = &s->item_map[l][wr < 0 ? 0 : wr][0];
+    // Dark cells (cells off the map are dark) take column 0 of a row on the map, so every read
+    // stays in the map; their ids are zeroed.
+    const uint8_t* map = &s->map[l][row_inside ? wr : 0][0];
+    const uint8_t* items = &s->item_map[l][row_inside ? wr : 0][0];
 #ifdef CRAFTAX_SSE2
     if (left >= 0) {
         write_compact_view_row_sse2(map + left, items + left, row_lit, out + r * OBS_COLS * COMPACT_CELL_BYTES);

@@ -10,6 +10,10 @@
     python scripts/bench_train.py sps --device cuda --policy mingru --hidden 256 --against-trainer /tmp/pufferl_main.py
     torchrun --nproc-per-node 2 scripts/bench_train.py sps --env puffer_craftax_compact --device cuda --vec.device cuda
 
+   When the env steps its batches on threads of its own (the native backend with --vec.batch-size
+   below --vec.num-envs), a last line gives those threads' busy share of the rollouts: near 100%,
+   the env bounds the rollout.
+
 2. CartPole-v1 race, side by side in one process on the same cores: wall-clock time until the mean
    return of the newest 100 episodes reaches 475, for PuffeRL (pufferlib/configs/classic_control.ini),
    for Stable-Baselines3 PPO with its default settings (`pip install stable-baselines3`, the
@@ -29,6 +33,7 @@ machines extra threads mostly wait on each other). Clocks start before the env i
 """
 
 import argparse
+import contextlib
 import importlib.util
 import random
 import shlex
@@ -79,6 +84,7 @@ def measure_ranks(args, config, world):
     world.place(config)
     vecenv = assemble.make_vecenv(args.env, config)
     trainer = pufferl.PuffeRL(config, vecenv, assemble.make_policy(vecenv, config), world)
+    env_clock = EnvStepClock(vecenv)
     synchronize = torch.cuda.synchronize if trainer.device.startswith("cuda") else (lambda: None)
     for _ in range(args.warmup):
         trainer.collect()
@@ -86,7 +92,8 @@ def measure_ranks(args, config, world):
     synchronize()
     step0, start, rollout, update, epochs = trainer.global_step, time.perf_counter(), 0.0, 0.0, 0
     while not world.decide(time.perf_counter() - start >= args.seconds):  # ranks run the same epochs
-        trainer.collect()
+        with env_clock.rollout():
+            trainer.collect()
         trainer.train()
         rollout += trainer.timings["rollout"]
         update += trainer.timings["train"]
@@ -104,7 +111,53 @@ def measure_ranks(args, config, world):
           f"batch {trainer.batch_size}{per_rank}, minibatch {trainer.minibatch_segments * trainer.horizon}, {trainer.train_config['optimizer']}")
     print(f"  training {steps / elapsed / 1e6:.3f}M SPS over {epochs} epochs ({elapsed:.1f} s); "
           f"rollout {steps / rollout / 1e6:.3f}M SPS alone, update {steps / update / 1e6:.3f}M SPS alone")
+    if env_clock.threads:
+        print(f"  {env_clock.summary()}")
     return steps / elapsed
+
+
+class EnvStepClock:
+    """When a native vector env steps its batches on threads of its own, the time they spend
+    stepping during the rollouts: a share near 100% means the env bounds the rollout, a lower one
+    that its threads wait for the trainer's actions."""
+
+    def __init__(self, vecenv):
+        self.threads = getattr(vecenv, "stepping_threads", 0)
+        self.steps = []  # (start, end) of each batch's step, appended by the stepping threads
+        self.rollouts = []  # (start, end) of each timed rollout
+        for worker in vecenv.workers if self.threads else ():
+            worker.step = self.timed(worker.step)
+
+    def timed(self, step):
+        def timed_step():
+            start = time.perf_counter()
+            try:
+                return step()
+            finally:
+                self.steps.append((start, time.perf_counter()))
+
+        return timed_step
+
+    @contextlib.contextmanager
+    def rollout(self):
+        start = time.perf_counter()
+        yield
+        self.rollouts.append((start, time.perf_counter()))
+
+    def summary(self):
+        """The stepping threads' busy share of the timed rollouts (a step counts for the part of
+        it inside one: the last batches sent step on during the update) and a batch's median step."""
+        busy, durations = 0.0, []
+        for start, end in self.steps:
+            rollout = next(((first, last) for first, last in self.rollouts if first <= start < last), None)
+            if rollout:
+                busy += min(end, rollout[1]) - start
+                durations.append(end - start)
+        rollout_seconds = sum(last - first for first, last in self.rollouts)
+        median_step = statistics.median(durations) if durations else float("nan")
+        threads = f"{self.threads} stepping threads" if self.threads > 1 else "the env's stepping thread"
+        return (f"{threads} busy {100 * busy / max(rollout_seconds * self.threads, 1e-9):.1f}% of the rollouts; "
+                f"a batch's step {1e3 * median_step:.3f} ms (median of {len(durations)})")
 
 
 def trainer_class_from(path):

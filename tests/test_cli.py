@@ -83,6 +83,24 @@ def test_bench_script_on_a_cpu_machine_asked_for_cuda_is_a_usage_error():
     assert result.stderr.strip().startswith("bench_train.py: error: --train.device cuda") and "Traceback" not in result.stderr
 
 
+def test_bench_script_reports_how_busy_the_env_threads_were():
+    """Batches stepped off the main thread: the line after the rates gives the stepping threads'
+    busy share of the rollouts and a batch's step; one batch in the caller's thread: no line."""
+    bench = [sys.executable, str(ROOT / "scripts" / "bench_train.py"), "sps", "--num-envs", "64", "--seconds", "0.3",
+             "--warmup", "1"]
+    result = subprocess.run(bench + ["--vec.batch-size", "32"], capture_output=True, text=True, env=SUBPROCESS_ENV,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    line = result.stdout.strip().splitlines()[-1]
+    match = re.fullmatch(r"  2 stepping threads busy (\d+\.\d)% of the rollouts; a batch's step (\d+\.\d+) ms "
+                         r"\(median of (\d+)\)", line)
+    assert match, line
+    assert 0 < float(match[1]) <= 100 and float(match[2]) > 0 and int(match[3]) > 0
+    result = subprocess.run(bench, capture_output=True, text=True, env=SUBPROCESS_ENV, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "stepping thread" not in result.stdout and "training " in result.stdout.strip().splitlines()[-1]
+
+
 def test_bench_script_compares_two_trainers_in_one_process():
     """--against: both trainers' rows, then their ratio; the peer with twice the update epochs
     does the same rollout per epoch and twice the minibatches."""

@@ -4,8 +4,12 @@ Imported only where ``torch.optim.Muon`` exists (torch >= 2.9); ``pufferlib.puff
 first and says so when it does not.
 """
 
+import functools
+
 import torch
 from torch.optim._muon import _adjust_lr  # Muon's own per-shape rate, so that the two stay equal
+
+from pufferlib.pytorch import run_beside
 
 
 def newton_schulz(matrices, coefficients, steps, eps):
@@ -31,6 +35,10 @@ class StackedMuon(torch.optim.Muon):
     weight decay, the shape's learning-rate adjustment) and the same state, so checkpoints move
     between the two."""
 
+    def __init__(self, params, **kwargs):
+        super().__init__(params, **kwargs)
+        self.streams = {}  # on a GPU, a stream for each shape after the first
+
     @torch.no_grad()
     def step(self, closure=None):
         loss = None
@@ -51,12 +59,25 @@ class StackedMuon(torch.optim.Muon):
             shapes = {}
             for param, update in zip(params, updates):
                 shapes.setdefault(param.shape, []).append((param, update))
-            for shape, members in shapes.items():
-                same_shape = [param for param, _ in members]
-                orthogonal = newton_schulz(torch.stack([update for _, update in members]), group["ns_coefficients"],
-                                           group["ns_steps"], group["eps"])
-                if group["weight_decay"]:
-                    torch._foreach_mul_(same_shape, 1 - group["lr"] * group["weight_decay"])
-                torch._foreach_add_(same_shape, list(orthogonal.to(same_shape[0].dtype).unbind(0)),
-                                    alpha=-_adjust_lr(group["lr"], group["adjust_lr_fn"], shape))
+            steps = [functools.partial(self.step_shape, group, shape, members) for shape, members in shapes.items()]
+            if params[0].is_cuda:
+                # Each shape's products are a chain of small kernels: on a GPU the chains run side by side.
+                for shape in list(shapes)[1:]:
+                    if shape not in self.streams:
+                        self.streams[shape] = torch.cuda.Stream(params[0].device)
+                run_beside(steps, [self.streams[shape] for shape in list(shapes)[1:]])
+            else:
+                for step in steps:
+                    step()
         return loss
+
+    @staticmethod
+    def step_shape(group, shape, members):
+        """The step of the matrices (param, update) of one shape."""
+        same_shape = [param for param, _ in members]
+        orthogonal = newton_schulz(torch.stack([update for _, update in members]), group["ns_coefficients"],
+                                   group["ns_steps"], group["eps"])
+        if group["weight_decay"]:
+            torch._foreach_mul_(same_shape, 1 - group["lr"] * group["weight_decay"])
+        torch._foreach_add_(same_shape, list(orthogonal.to(same_shape[0].dtype).unbind(0)),
+                            alpha=-_adjust_lr(group["lr"], group["adjust_lr_fn"], shape))

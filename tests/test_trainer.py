@@ -355,6 +355,43 @@ def test_stacked_muon_steps_as_torch_muon_does(weight_decay, adjust_lr_fn, neste
         torch.testing.assert_close(stacked.state[mine]["momentum_buffer"], muon.state[theirs]["momentum_buffer"])
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_optimizers_stepping_side_by_side_on_a_gpu_step_as_one_after_another(monkeypatch):
+    """On a GPU, Muon and Adam, and Muon's matrices of each shape, step on streams of their own:
+    the weights and optimizer state are those of the same steps run one after another, bit for
+    bit, for the shapes of a MinGRU policy."""
+    import pufferlib.muon
+    from pufferlib.muon import StackedMuon
+    from pufferlib.pytorch import CombinedOptimizer
+
+    def one_after_another(calls, streams):
+        for call in calls:
+            call()
+
+    shapes = [(512, 256), (512, 256), (512, 256), (256, 256), (256, 1024), (512,), (43, 256)]
+    torch.manual_seed(0)
+    start = [torch.randn(shape, device="cuda") for shape in shapes]
+    runs = []
+    for side_by_side in (True, False):
+        if not side_by_side:
+            monkeypatch.setattr(pufferlib.pytorch, "run_beside", one_after_another)
+            monkeypatch.setattr(pufferlib.muon, "run_beside", one_after_another)
+        params = [torch.nn.Parameter(tensor.clone()) for tensor in start]
+        muon = StackedMuon(params[:4], lr=0.02, momentum=0.9, adjust_lr_fn="match_rms_adamw")
+        adam = torch.optim.Adam(params[4:], lr=0.02, fused=True, capturable=True)
+        optimizer = CombinedOptimizer([muon, adam])
+        generator = torch.Generator(device="cuda").manual_seed(1)
+        for _ in range(3):
+            for param in params:
+                param.grad = torch.randn(param.shape, generator=generator, device="cuda")
+            optimizer.step()
+        state = [value for part in (muon, adam) for p in params if p in part.state for value in part.state[p].values()]
+        runs.append([p.detach().clone() for p in params] + [value.clone() for value in state])
+    assert len(runs[0]) == len(runs[1]) > len(shapes)
+    assert all(torch.equal(a, b) for a, b in zip(*runs))
+
+
 @pytest.mark.parametrize("optimizer", ["adam", "muon"])
 def test_scaling_a_steps_change_equals_stepping_with_the_scaled_rate(optimizer):
     """The update steps with the base learning rate and scales the change by the schedule's rate

@@ -35,8 +35,8 @@ class StackedMuon(torch.optim.Muon):
     weight decay, the shape's learning-rate adjustment) and the same state, so checkpoints move
     between the two."""
 
-    def __init__(self, params, **kwargs):
-        super().__init__(params, **kwargs)
+    def __init__(self, params, *args, **kwargs):
+        super().__init__(params, *args, **kwargs)
         self.streams = {}  # on a GPU, a stream for each shape after the first
 
     @torch.no_grad()

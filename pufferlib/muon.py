@@ -9,7 +9,7 @@ import functools
 import torch
 from torch.optim._muon import _adjust_lr  # Muon's own per-shape rate, so that the two stay equal
 
-from pufferlib.pytorch import run_beside
+from pufferlib.pytorch import SideBySide
 
 
 def newton_schulz(matrices, coefficients, steps, eps):
@@ -37,7 +37,7 @@ class StackedMuon(torch.optim.Muon):
 
     def __init__(self, params, *args, **kwargs):
         super().__init__(params, *args, **kwargs)
-        self.streams = {}  # on a GPU, a stream for each shape after the first
+        self.side_by_side = SideBySide()
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -59,16 +59,9 @@ class StackedMuon(torch.optim.Muon):
             shapes = {}
             for param, update in zip(params, updates):
                 shapes.setdefault(param.shape, []).append((param, update))
+            # Each shape's products are a chain of small kernels: on a GPU the chains run side by side.
             steps = [functools.partial(self.step_shape, group, shape, members) for shape, members in shapes.items()]
-            if params[0].is_cuda:
-                # Each shape's products are a chain of small kernels: on a GPU the chains run side by side.
-                for shape in list(shapes)[1:]:
-                    if shape not in self.streams:
-                        self.streams[shape] = torch.cuda.Stream(params[0].device)
-                run_beside(steps, [self.streams[shape] for shape in list(shapes)[1:]])
-            else:
-                for step in steps:
-                    step()
+            self.side_by_side.run(steps, params[0].device)
         return loss
 
     @staticmethod

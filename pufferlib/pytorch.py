@@ -208,7 +208,7 @@ class CombinedOptimizer:
 
     def __init__(self, optimizers):
         self.optimizers = optimizers
-        self.streams = None  # on a GPU, one for each optimizer after the first
+        self.side_by_side = SideBySide()
 
     @property
     def param_groups(self):
@@ -222,15 +222,8 @@ class CombinedOptimizer:
         """On a GPU the optimizers step side by side, each after the first on a stream of its own:
         Muon's Newton-Schulz products on small matrices and Adam's fused kernel each leave most of
         the GPU idle, and they share no tensors."""
-        steps = [optimizer.step for optimizer in self.optimizers]
         device = next(p.device for group in self.param_groups for p in group["params"])
-        if device.type != "cuda":
-            for step in steps:
-                step()
-            return
-        if self.streams is None:
-            self.streams = [torch.cuda.Stream(device) for _ in steps[1:]]
-        run_beside(steps, self.streams)
+        self.side_by_side.run([optimizer.step for optimizer in self.optimizers], device)
 
     def state_dict(self):
         return {str(i): optimizer.state_dict() for i, optimizer in enumerate(self.optimizers)}
@@ -274,19 +267,31 @@ def side_stream(device):
     current.wait_stream(side)
 
 
-def run_beside(calls, streams):
-    """Runs calls[0] on the current stream and each later call on its stream of ``streams``, all
-    after the work queued before and ahead of the work queued after: independent chains of small
-    kernels then share the GPU instead of queuing one behind the other (in a CUDA graph being
-    captured, as parallel branches). The calls must not touch each other's tensors."""
-    current = torch.cuda.current_stream()
-    for call, stream in zip(calls[1:], streams):
-        stream.wait_stream(current)
-        with torch.cuda.stream(stream):
-            call()
-    calls[0]()
-    for stream in streams:
-        current.wait_stream(stream)
+class SideBySide:
+    """Runs independent calls side by side on a GPU: calls[0] on the current stream and each later
+    call on a stream of its own (made once, kept for the next run), all after the work queued
+    before and ahead of the work queued after. Chains of small kernels then share the GPU instead
+    of queuing one behind the other (in a CUDA graph being captured, as parallel branches). The
+    calls must not touch each other's tensors. Elsewhere they run one after another."""
+
+    def __init__(self):
+        self.streams = []
+
+    def run(self, calls, device):
+        if device.type != "cuda":
+            for call in calls:
+                call()
+            return
+        while len(self.streams) < len(calls) - 1:
+            self.streams.append(torch.cuda.Stream(device))
+        current = torch.cuda.current_stream(device)
+        for call, stream in zip(calls[1:], self.streams):
+            stream.wait_stream(current)
+            with torch.cuda.stream(stream):
+                call()
+        calls[0]()
+        for stream in self.streams[: len(calls) - 1]:
+            current.wait_stream(stream)
 
 
 def allow_recompiles(versions):

@@ -361,11 +361,10 @@ def test_optimizers_stepping_side_by_side_on_a_gpu_step_as_one_after_another(mon
     """On a GPU, Muon and Adam, and Muon's matrices of each shape, step on streams of their own:
     the weights and optimizer state are those of the same steps run one after another, bit for
     bit, for the shapes of a MinGRU policy."""
-    import pufferlib.muon
     from pufferlib.muon import StackedMuon
-    from pufferlib.pytorch import CombinedOptimizer
+    from pufferlib.pytorch import CombinedOptimizer, SideBySide
 
-    def one_after_another(calls, streams):
+    def one_after_another(self, calls, device):
         for call in calls:
             call()
 
@@ -375,8 +374,7 @@ def test_optimizers_stepping_side_by_side_on_a_gpu_step_as_one_after_another(mon
     runs = []
     for side_by_side in (True, False):
         if not side_by_side:
-            monkeypatch.setattr(pufferlib.pytorch, "run_beside", one_after_another)
-            monkeypatch.setattr(pufferlib.muon, "run_beside", one_after_another)
+            monkeypatch.setattr(SideBySide, "run", one_after_another)
         params = [torch.nn.Parameter(tensor.clone()) for tensor in start]
         muon = StackedMuon(params[:4], lr=0.02, momentum=0.9, adjust_lr_fn="match_rms_adamw")
         adam = torch.optim.Adam(params[4:], lr=0.02, fused=True, capturable=True)

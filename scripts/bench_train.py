@@ -33,6 +33,7 @@ machines extra threads mostly wait on each other). Clocks start before the env i
 """
 
 import argparse
+import bisect
 import contextlib
 import importlib.util
 import random
@@ -148,10 +149,11 @@ class EnvStepClock:
         """The stepping threads' busy share of the timed rollouts (a step counts for the part of
         it inside one: the last batches sent step on during the update) and a batch's median step."""
         busy, durations = 0.0, []
+        firsts = [first for first, _ in self.rollouts]  # in order: rollouts follow one another
         for start, end in self.steps:
-            rollout = next(((first, last) for first, last in self.rollouts if first <= start < last), None)
-            if rollout:
-                busy += min(end, rollout[1]) - start
+            index = bisect.bisect_right(firsts, start) - 1
+            if index >= 0 and start < self.rollouts[index][1]:
+                busy += min(end, self.rollouts[index][1]) - start
                 durations.append(end - start)
         rollout_seconds = sum(last - first for first, last in self.rollouts)
         median_step = statistics.median(durations) if durations else float("nan")

@@ -93,7 +93,9 @@ typedef struct {
     void* reset_scratch;   // reset_threads buffers of reset_scratch_bytes, or NULL
     size_t reset_scratch_bytes;
     int reset_threads;     // threads of the reset kernel: one per env, or one per scratch buffer
-    int step_block;  // threads per block of the step and reset kernels (vec_gpu_step_block)
+    int step_lanes;  // envs per warp of the step kernel (vec_gpu_step_lanes); its other lanes idle
+    int step_block;  // threads per block of the step kernel (vec_gpu_step_block)
+    int reset_block;  // threads per block of the reset kernel
     int num_envs;
     int agents_per_env;
     int action_dims;
@@ -106,10 +108,25 @@ static unsigned vec_gpu_blocks(long count, int block) { return (unsigned)((count
 // Threads per block of the step and reset kernels: whole warps, at most VEC_GPU_BLOCK, and few
 // enough that the blocks reach every SM. At a few thousand envs, blocks of VEC_GPU_BLOCK would
 // leave SMs without envs while the others run a warp or two each.
-static int vec_gpu_step_block(int num_envs, int sms) {
-    int per_sm = (num_envs + sms - 1) / sms;
+static int vec_gpu_step_block(long threads, int sms) {
+    int per_sm = (int)((threads + sms - 1) / sms);
     int block = (per_sm + VEC_GPU_WARP - 1) / VEC_GPU_WARP * VEC_GPU_WARP;
     return block < VEC_GPU_WARP ? VEC_GPU_WARP : (block > VEC_GPU_BLOCK ? VEC_GPU_BLOCK : block);
+}
+
+// Envs per warp of the step kernel when the caller does not choose. A warp runs its envs'
+// diverging paths one after another, so a warp of 32 envs spends most of a step with few lanes
+// busy; fewer envs per warp take more warps to step the same envs, and each finishes sooner. On an
+// H200 (BENCHMARKS.md) 8 per warp stepped fastest while every warp of the step fits on the GPU at
+// once, and 16 beyond, where the warps queue for the SMs.
+static int vec_gpu_step_lanes(int num_envs, int sms) {
+    long resident_warps = (long)sms * VEC_GPU_STEP_BLOCKS_PER_SM * (VEC_GPU_BLOCK / VEC_GPU_WARP);
+    return num_envs <= 8 * resident_warps ? 8 : 16;
+}
+
+// Threads of the step kernel: a warp per step_lanes envs.
+static long vec_gpu_step_threads(const VecGpu* vec) {
+    return ((long)vec->num_envs + vec->step_lanes - 1) / vec->step_lanes * VEC_GPU_WARP;
 }
 
 // Any failed CUDA call ends the calling function with its error; vec_gpu_error names it.
@@ -126,14 +143,17 @@ static inline __device__ unsigned long long vec_gpu_bad_action_code(long index, 
 
 template <typename ActionT>
 __global__ void __launch_bounds__(VEC_GPU_BLOCK, VEC_GPU_STEP_BLOCKS_PER_SM) vec_gpu_step_kernel(VecGpu vec, const ActionT* actions) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= vec.num_envs) return;
-    Env* env = &vec.envs[i];
+    int thread = blockIdx.x * blockDim.x + threadIdx.x;
+    int lane = thread % VEC_GPU_WARP;
+    int i = thread / VEC_GPU_WARP * vec.step_lanes + lane;
+    if (i - lane >= vec.num_envs) return;  // the whole warp is past the last env
+    int present = lane < vec.step_lanes && i < vec.num_envs;
+    Env* env = &vec.envs[present ? i : 0];
     int agents = vec.agents_per_env;
     int dims = vec.action_dims;
     long first = (long)i * agents * dims;
-    int valid = 1;
-    for (int k = 0; k < agents * dims; k++) {
+    int valid = present;
+    for (int k = 0; present && k < agents * dims; k++) {
         long long action = (long long)actions[first + k];
         if (action < 0 || action >= vec.nvec[k % dims]) {
             atomicMin(&vec.report->bad_action, vec_gpu_bad_action_code(first + k, action));
@@ -146,6 +166,7 @@ __global__ void __launch_bounds__(VEC_GPU_BLOCK, VEC_GPU_STEP_BLOCKS_PER_SM) vec
     // Every lane of the warp is here (env counts are whole warps): the game learns which step.
     VEC_GPU_STEPPING_LANES(__ballot_sync(0xFFFFFFFFu, valid));
 #endif
+    if (!present) return;
     if (!valid) {
         for (int a = 0; a < agents; a++) {
             env->rewards[a] = 0.0f;
@@ -305,13 +326,15 @@ static void vec_gpu_destroy(VecGpu* vec) {
 // host_envs: num_envs envs configured by the game (their device pointers set), uploaded here;
 // the buffers: device memory for num_envs * agents_per_env agents, obs_bytes per agent.
 // reset_scratch_buffers: how many resets may generate at once (0 when c_reset needs no scratch).
+// step_lanes: envs per warp of the step kernel, a power of two up to 32, or 0 for vec_gpu_step_lanes.
 static cudaError_t vec_gpu_create(VecGpu** out, Env* host_envs, int num_envs, int agents_per_env,
                                   const int* nvec, int action_dims, char* observations, long obs_bytes,
                                   int* actions, float* rewards, unsigned char* terminals,
                                   unsigned char* truncations, int reset_scratch_buffers,
-                                  size_t reset_scratch_bytes) {
+                                  size_t reset_scratch_bytes, int step_lanes) {
     *out = NULL;
     if (action_dims < 1 || action_dims > VEC_GPU_MAX_ACTION_DIMS) return cudaErrorInvalidValue;
+    if (step_lanes < 0 || step_lanes > VEC_GPU_WARP || (step_lanes & (step_lanes - 1)) != 0) return cudaErrorInvalidValue;
 #if defined(VEC_GPU_WARP_RESET) || defined(VEC_GPU_STEPPING_LANES)
     // The warp hooks run every lane of a warp: whole warps of envs and of reset threads.
     if (num_envs % VEC_GPU_WARP != 0 || reset_scratch_buffers % VEC_GPU_WARP != 0) return cudaErrorInvalidValue;
@@ -340,7 +363,9 @@ static cudaError_t vec_gpu_create(VecGpu** out, Env* host_envs, int num_envs, in
     int device, sms;
     VEC_GPU_CREATE_CHECK(cudaGetDevice(&device));
     VEC_GPU_CREATE_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    vec->step_block = vec_gpu_step_block(num_envs, sms);
+    vec->step_lanes = step_lanes ? step_lanes : vec_gpu_step_lanes(num_envs, sms);
+    vec->step_block = vec_gpu_step_block(vec_gpu_step_threads(vec), sms);
+    vec->reset_block = vec_gpu_step_block(num_envs, sms);
     VEC_GPU_CREATE_CHECK(cudaMalloc((void**)&vec->envs, sizeof(Env) * (size_t)num_envs));
     VEC_GPU_CREATE_CHECK(cudaMemcpy(vec->envs, host_envs, sizeof(Env) * (size_t)num_envs, cudaMemcpyHostToDevice));
     VEC_GPU_CREATE_CHECK(cudaMalloc((void**)&vec->episodes, sizeof(VecGpuEpisode) * (size_t)num_envs));
@@ -366,21 +391,21 @@ static cudaError_t vec_gpu_create(VecGpu** out, Env* host_envs, int num_envs, in
 static cudaError_t vec_gpu_reset(VecGpu* vec, uint64_t seed, cudaStream_t stream) {
     vec_gpu_seed_kernel<<<vec_gpu_blocks(vec->num_envs, VEC_GPU_BLOCK), VEC_GPU_BLOCK, 0, stream>>>(*vec, seed);
     VEC_GPU_CHECK(cudaGetLastError());
-    vec_gpu_reset_kernel<<<vec_gpu_blocks(vec->reset_threads, vec->step_block), vec->step_block, 0, stream>>>(*vec);
+    vec_gpu_reset_kernel<<<vec_gpu_blocks(vec->reset_threads, vec->reset_block), vec->reset_block, 0, stream>>>(*vec);
     VEC_GPU_CHECK(cudaGetLastError());
     return vec_gpu_observe(vec, stream);
 }
 
 // actions: device, num_envs * agents_per_env * action_dims values, int64 when actions_are_int64.
 static cudaError_t vec_gpu_step(VecGpu* vec, const void* actions, int actions_are_int64, cudaStream_t stream) {
-    unsigned blocks = vec_gpu_blocks(vec->num_envs, vec->step_block);
+    unsigned blocks = vec_gpu_blocks(vec_gpu_step_threads(vec), vec->step_block);
     if (actions_are_int64) {
         vec_gpu_step_kernel<long long><<<blocks, vec->step_block, 0, stream>>>(*vec, (const long long*)actions);
     } else {
         vec_gpu_step_kernel<int><<<blocks, vec->step_block, 0, stream>>>(*vec, (const int*)actions);
     }
     VEC_GPU_CHECK(cudaGetLastError());
-    vec_gpu_reset_kernel<<<vec_gpu_blocks(vec->reset_threads, vec->step_block), vec->step_block, 0, stream>>>(*vec);
+    vec_gpu_reset_kernel<<<vec_gpu_blocks(vec->reset_threads, vec->reset_block), vec->reset_block, 0, stream>>>(*vec);
     VEC_GPU_CHECK(cudaGetLastError());
     return vec_gpu_observe(vec, stream);
 }

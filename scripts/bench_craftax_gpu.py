@@ -1,7 +1,7 @@
 """Env-only steps per second of the GPU Craftax env, with its peers measured in the same run.
 
 Usage: python scripts/bench_craftax_gpu.py [--counts 8192,65536,262144,655360] [--seconds 2]
-           [--pool 1024] [--cpu-envs 4096] [--jax-envs 4096] [--kernels]
+           [--pool 1024] [--cpu-envs 4096] [--jax-envs 4096] [--kernels] [--envs-per-warp N]
 
 Rows: CraftaxGPU and CraftaxCompactGPU at each env count (counts that do not fit in the GPU's
 free memory are reported and skipped), random actions drawn on the GPU every step (torch.randint
@@ -10,6 +10,7 @@ CraftaxCompact) on every host core; and, when the JAX package `craftax` is impor
 reference (jit + vmap + lax.scan, auto-reset). Every row uses a reset pool of --pool worlds except
 the JAX reference, which has none. --kernels adds each GPU row's device time per step by kernel
 (the env's step, observation and reset kernels, and the rest), from the torch profiler.
+--envs-per-warp sets the GPU env's step kernel's warp width instead of the env's own choice.
 """
 
 import argparse
@@ -55,13 +56,13 @@ def kernel_times(torch, run, steps=10):
     return ", ".join(f"{name} {us:,.0f} us" for name, us in sorted(times.items(), key=lambda item: -item[1]))
 
 
-def bench_gpu(torch, env_class, num_envs, pool, seconds, kernels=False):
+def bench_gpu(torch, env_class, num_envs, pool, seconds, kernels=False, envs_per_warp=None):
     obs_bytes = craftax.COMPACT_OBS_BYTES if env_class.compact else craftax.OBS_SIZE * 4
     needed = num_envs * (binding.STATE_BYTES + obs_bytes + ENV_OVERHEAD_BYTES)
     free, _ = torch.cuda.mem_get_info()
     if needed > free * 0.95:
         return None, f"does not fit: needs {needed / 2**30:.1f} GiB, {free / 2**30:.1f} GiB free"
-    env = env_class(num_envs, reset_pool_size=pool)
+    env = env_class(num_envs, reset_pool_size=pool, envs_per_warp=envs_per_warp)
     env.gpu_reset(0)
     generator = torch.Generator(device=env.device).manual_seed(0)
 
@@ -152,6 +153,8 @@ def main():
     parser.add_argument("--cpu-envs", type=int, default=4096)
     parser.add_argument("--jax-envs", type=int, default=4096)
     parser.add_argument("--kernels", action="store_true", help="each GPU row's device time per step by kernel")
+    parser.add_argument("--envs-per-warp", type=int, choices=gpu.ENVS_PER_WARP,
+                        help="of the GPU env's step kernel (default: the env's own choice for the count)")
     args = parser.parse_args()
 
     import torch
@@ -160,7 +163,7 @@ def main():
     print(f"GPU: {torch.cuda.get_device_name()}; host: {cpu_model()}, {os.cpu_count()} cores", flush=True)
     for count in [int(c) for c in args.counts.split(",")]:
         for env_class in (gpu.CraftaxCompactGPU, gpu.CraftaxGPU):
-            rate, note = bench_gpu(torch, env_class, count, args.pool, args.seconds, args.kernels)
+            rate, note = bench_gpu(torch, env_class, count, args.pool, args.seconds, args.kernels, args.envs_per_warp)
             torch.cuda.empty_cache()  # the closed env's tensors, before the next count
             rows.append((f"GPU {env_class.__name__}", count, rate, note))
             print(rows[-1], flush=True)

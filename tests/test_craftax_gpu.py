@@ -36,6 +36,8 @@ def test_cuda_library_is_built_where_nvcc_exists():
 def test_import_needs_no_gpu_and_bad_counts_are_rejected_first():
     with pytest.raises(ValueError, match="multiple of 32"):
         gpu.CraftaxGPU(100)
+    with pytest.raises(ValueError, match=r"envs_per_warp must be one of \(1, 2, 4, 8, 16, 32\)"):
+        gpu.CraftaxGPU(64, envs_per_warp=3)
 
 
 def test_missing_cuda_library_names_the_fix(monkeypatch, tmp_path):
@@ -76,14 +78,14 @@ def torch():
     return cuda_torch()
 
 
-def make_pair(num_envs, compact, pool_size, seed):
+def make_pair(num_envs, compact, pool_size, seed, envs_per_warp=None):
     cpu_class = craftax.CraftaxCompact if compact else craftax.Craftax
     gpu_class = gpu.CraftaxCompactGPU if compact else gpu.CraftaxGPU
     threads = os.cpu_count() or 1
     # The CPU env's step() would consume its logs every log_interval steps; the test reads them.
     cpu_env = cpu_class(num_envs=num_envs, num_threads=threads, reset_pool_size=pool_size, reset_pool_seed=7,
                         log_interval=2**31 - 1)
-    gpu_env = gpu_class(num_envs, reset_pool_size=pool_size, reset_pool_seed=7)
+    gpu_env = gpu_class(num_envs, reset_pool_size=pool_size, reset_pool_seed=7, envs_per_warp=envs_per_warp)
     cpu_env.reset(seed=seed)
     gpu_env.reset(seed=seed)
     return cpu_env, gpu_env
@@ -118,14 +120,22 @@ def test_gpu_env_matches_cpu_env_bitwise(torch, num_envs, steps, pool_size, comp
 
 @pytest.mark.gpu
 def test_gpu_env_matches_cpu_env_in_blocks_of_four_warps(torch):
-    """The counts above fill one warp a block on a large GPU (the step's blocks are sized so that
-    every SM gets envs); 128 envs per SM fill the largest blocks, four warps each."""
+    """128 envs per SM: the most at which every warp of the step fits on the GPU at once (8 envs
+    per warp), in blocks of four warps, where 256 envs run one warp a block."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     assert_parity(torch, sms * 128, 300, 64, True)
 
 
-def assert_parity(torch, num_envs, steps, pool_size, compact):
-    cpu_env, gpu_env = make_pair(num_envs, compact, pool_size, seed=1000 + num_envs)
+@pytest.mark.gpu
+@pytest.mark.parametrize("envs_per_warp", [1, 16, 32])
+def test_gpu_env_matches_cpu_env_at_any_envs_per_warp(torch, envs_per_warp):
+    """The tests above step 8 envs per warp, the default at their counts; the lanes of a warp
+    choose mob spawns together, so other warp widths are checked too."""
+    assert_parity(torch, 256, 300, 64, True, envs_per_warp)
+
+
+def assert_parity(torch, num_envs, steps, pool_size, compact, envs_per_warp=None):
+    cpu_env, gpu_env = make_pair(num_envs, compact, pool_size, seed=1000 + num_envs, envs_per_warp=envs_per_warp)
     rng = np.random.default_rng(num_envs + pool_size + compact)
     episodes = 0
     assert_same(cpu_env, gpu_env, 0)

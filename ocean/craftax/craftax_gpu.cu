@@ -168,9 +168,10 @@ int craftax_gpu_obs_size(int compact) { return compact ? COMPACT_OBS_BYTES : OBS
 
 // pool: reset_pool_size worlds (make_reset_pool's bytes) on the host, or NULL; the buffers are
 // device memory of num_envs entries (observations: OBS_SIZE floats or COMPACT_OBS_BYTES bytes each).
+// envs_per_warp: of the step kernel, 1, 2, 4, ... 32, or 0 to let the device vecenv choose.
 int craftax_gpu_create(void** out, int device, int num_envs, int compact, const void* pool, int reset_pool_size,
                        void* observations, int* actions, float* rewards, unsigned char* terminals,
-                       unsigned char* truncations) {
+                       unsigned char* truncations, int envs_per_warp) {
     *out = NULL;
     if (num_envs <= 0 || num_envs % VEC_GPU_WARP != 0 || device < 0 || device >= MAX_DEVICES) {
         return cudaErrorInvalidValue;
@@ -207,7 +208,7 @@ int craftax_gpu_create(void** out, int device, int num_envs, int compact, const 
         char* step_observations = compact ? (char*)observations : (char*)env->compact_observations;
         status = vec_gpu_create(&env->vec, host_envs, num_envs, 1, nvec, 1, step_observations, COMPACT_OBS_BYTES, actions,
                                 rewards, terminals, truncations, reset_pool_size > 0 ? 0 : WORLDGEN_SCRATCH_BUFFERS,
-                                sizeof(WorldgenScratch));
+                                sizeof(WorldgenScratch), envs_per_warp);
     }
     free(host_envs);
     if (status != cudaSuccess) {

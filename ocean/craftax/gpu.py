@@ -26,6 +26,7 @@ from ocean.env import check_int
 
 LIBRARY_PATH = Path(__file__).with_name("libcraftax_gpu.so")
 WARP = 32
+ENVS_PER_WARP = (1, 2, 4, 8, 16, 32)
 REBUILD = "python setup.py build_ext --inplace (or pip install -e .)"
 
 _library = None
@@ -51,7 +52,7 @@ def load_library():
     lib.craftax_gpu_obs_size.argtypes = [c_int]
     lib.craftax_gpu_obs_size.restype = c_int
     lib.craftax_gpu_create.argtypes = [ctypes.POINTER(c_void_p), c_int, c_int, c_int, c_void_p, c_int,
-                                       c_void_p, c_void_p, c_void_p, c_void_p, c_void_p]
+                                       c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_int]
     lib.craftax_gpu_reset.argtypes = [c_void_p, c_uint64, c_void_p]
     lib.craftax_gpu_step.argtypes = [c_void_p, c_void_p, c_int, c_void_p]
     lib.craftax_gpu_sync_logs.argtypes = [c_void_p, c_void_p, ctypes.POINTER(ctypes.c_longlong),
@@ -148,16 +149,20 @@ class CraftaxGPU:
 
     ``reset_pool_size`` / ``reset_pool_seed``: as the CPU env (the pool is generated on the host
     with all cores and uploaded once). Infos of ``step``: every ``log_interval`` steps, the
-    ``gpu_sync_logs()`` dict when episodes ended.
+    ``gpu_sync_logs()`` dict when episodes ended. ``envs_per_warp``: how many envs each warp of
+    the step kernel steps (1, 2, 4, 8, 16 or 32; the trajectories are the same whatever it is); by
+    default the fastest measured for the env count (ocean/vecenv_gpu.cuh).
     """
 
     name = "puffer_craftax"
     compact = False
 
-    def __init__(self, num_envs, reset_pool_size=0, reset_pool_seed=0, device="cuda", log_interval=16):
+    def __init__(self, num_envs, reset_pool_size=0, reset_pool_seed=0, device="cuda", log_interval=16, envs_per_warp=None):
         num_envs = check_int(self.name, "num_envs", num_envs, 1)
         if num_envs % WARP != 0:
             raise ValueError(f"{self.name}: the GPU env needs num_envs to be a multiple of {WARP}, got {num_envs}")
+        if envs_per_warp is not None and envs_per_warp not in ENVS_PER_WARP:
+            raise ValueError(f"{self.name}: envs_per_warp must be one of {ENVS_PER_WARP} (or None), got {envs_per_warp!r}")
         reset_pool_size = check_int(self.name, "reset_pool_size", reset_pool_size, 0, 1 << 16)
         reset_pool_seed = check_int(self.name, "reset_pool_seed", reset_pool_seed, 0, 2**31 - 1)
         self.log_interval = check_int(self.name, "log_interval", log_interval, 1)
@@ -189,7 +194,7 @@ class CraftaxGPU:
                 ctypes.byref(handle), self.device.index, num_envs, int(self.compact),
                 None if pool is None else pool.ctypes.data, reset_pool_size,
                 self.observations.data_ptr(), self.actions.data_ptr(), self.rewards.data_ptr(),
-                self.terminals.data_ptr(), self.truncations.data_ptr(),
+                self.terminals.data_ptr(), self.truncations.data_ptr(), envs_per_warp or 0,
             )
         self._check(status, "create")
         self._handle = handle

@@ -139,13 +139,21 @@ static void generate_reset_pool(GameState* pool, int first, int last, int pool_s
 // turn, so that its loads and stores cover consecutive 16-byte vectors: otherwise the one or two
 // lanes of a warp that reset in a step would copy 148 KB alone, holding up the whole reset kernel.
 // A copy is a chain of round trips to memory, one per batch of loads in flight; 32 per lane (512
-// bytes) make a world about nine of them.
+// bytes) make a world about nine of them. So every world the warp will copy is first asked of the
+// L2 cache whole, all at once, and the round trips of the copies end at the L2.
 __device__ static void copy_game_states_in_warp(GameState* dst, const GameState* src) {
     CRAFTAX_STATIC_ASSERT(sizeof(GameState) % sizeof(uint4) == 0, "GameState is whole 16-byte vectors");
-    enum { VECTORS = sizeof(GameState) / sizeof(uint4), IN_FLIGHT = 32, LANES = 32 };
+    enum { VECTORS = sizeof(GameState) / sizeof(uint4), IN_FLIGHT = 32, LANES = 32, LINE = 128 };
     const unsigned warp = 0xFFFFFFFFu;
     unsigned lane = threadIdx.x % LANES;
-    for (unsigned pending = __ballot_sync(warp, src != NULL); pending != 0; pending &= pending - 1u) {
+    unsigned copying = __ballot_sync(warp, src != NULL);
+    for (unsigned pending = copying; pending != 0; pending &= pending - 1u) {
+        const char* from = (const char*)__shfl_sync(warp, (unsigned long long)src, __ffs(pending) - 1);
+        for (unsigned offset = lane * LINE; offset < sizeof(GameState); offset += LANES * LINE) {
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(from + offset));
+        }
+    }
+    for (unsigned pending = copying; pending != 0; pending &= pending - 1u) {
         int owner = __ffs(pending) - 1;
         uint4* to = (uint4*)__shfl_sync(warp, (unsigned long long)dst, owner);
         const uint4* from = (const uint4*)__shfl_sync(warp, (unsigned long long)src, owner);

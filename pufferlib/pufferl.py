@@ -136,15 +136,20 @@ def ppo_loss(policy, obs, state, resets, actions, old_logprobs, old_values, adva
 # One acting step ------------------------------------------------------------------------------
 
 
-def policy_act(policy, obs, state, dones, noise):
+def policy_act(policy, obs, state, dones, noise, into=None):
     """One acting step: the memory of agents whose episode just ended cleared, the forward pass,
     and actions sampled with ``noise`` (``sampling_noise``). One graph, compiled as a whole on a
     GPU, so the memory reset and the sampling fuse with the kernels around them (the cleared
     memory is not returned, so it is never written out). Returns (actions, log-probabilities,
-    values, the new state)."""
+    values, the new state); with ``into`` (buffers shaped as ``state``), the new state is written
+    there by the layers' own kernels instead, and () is returned in its place."""
     logits, value, new_state = policy.forward_eval(obs, clear_finished(state, dones))
     action, logprob, _ = sample_logits(logits, noise=noise)
-    return action, logprob, value, new_state
+    if into is None:
+        return action, logprob, value, new_state
+    for buffer, memory in zip(into, new_state):
+        buffer.copy_(memory)
+    return action, logprob, value, ()
 
 
 # The optimizer -------------------------------------------------------------------------------
@@ -469,7 +474,10 @@ class PuffeRL:
             self.policy.initial_state(self.segments, self.device), self.device,
         )
         self.ratio = torch.ones((self.segments, self.horizon), device=self.device)
-        self.state = self.policy.initial_state(self.num_agents, self.device)  # recurrent memory while acting
+        # The recurrent memory while acting, twice: a step of every agent reads one and writes the
+        # other (``state`` is the one read next), which saves copying the new memory back.
+        self.memories = tuple(self.policy.initial_state(self.num_agents, self.device) for _ in range(2))
+        self.acting = 0
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(self.seed + self.world.rank)
         self.optimizer = build_optimizer(self.policy, train)
@@ -516,7 +524,7 @@ class PuffeRL:
         # What device_step steps, per run of agents: the env itself, or staged copies of a host
         # env's buffers (made at a batch's first step).
         self.step_envs = {(0, self.num_agents): vecenv} if self.env_on_device else {}
-        self.rollout_graphs = {}  # {(first agent, end, first column of a segment?): graph}
+        self.rollout_graphs = {}  # {(first agent, end, first column of a segment?, memory read): graph}
         self.rollout_warmups = collections.Counter()  # eager steps per run of agents
         self.rollout_step = torch.zeros((), dtype=torch.int64, device=self.device)
         self.agent_rows = torch.arange(self.num_agents, device=self.device)
@@ -558,12 +566,19 @@ class PuffeRL:
         # the envs are in step and the quickest episodes end first.
         self.finished_once = np.zeros(self.num_agents, dtype=bool)
 
-    def act(self, obs, dones, agents=slice(None)):
+    @property
+    def state(self):
+        """The agents' recurrent memory: what they act from at the next step."""
+        return self.memories[self.acting]
+
+    def act(self, obs, dones, agents=slice(None), into=None):
         """The policy's actions for ``agents``, from the memory they had (cleared where their
-        episode just ended), which moves on. Returns (actions, logprobs, values)."""
+        episode just ended), which moves on: written back in place, or into ``into`` (the spare
+        memory, for a step of every agent; the caller then flips ``acting``). Returns (actions,
+        logprobs, values)."""
         noise = sampling_noise(self.vecenv.single_action_space, obs.shape[0], self.generator, self.device)
         with torch.inference_mode(), self.autocast():
-            action, logprob, value, new_state = self.policy_act(obs, tuple(s[agents] for s in self.state), dones, noise)
+            action, logprob, value, new_state = self.policy_act(obs, tuple(s[agents] for s in self.state), dones, noise, into)
         for k, s in enumerate(new_state):
             self.state[k][agents] = s
         return action, logprob, value
@@ -652,10 +667,13 @@ class PuffeRL:
 
     def run_device_step(self, first_column, agents):
         """device_step, as a replay of its CUDA graph once captured (after eager warm-up steps on
-        a side stream have compiled it and created its lazy state), or eagerly without graphs."""
+        a side stream have compiled it and created its lazy state), or eagerly without graphs. A
+        step of every agent leaves its new memory in the spare one, which becomes ``state``; each
+        of the two has graphs of its own."""
         key = (agents.start, agents.stop)
-        if (*key, first_column) in self.rollout_graphs:
-            self.rollout_graphs[(*key, first_column)].replay()
+        everyone = key == (0, self.num_agents)
+        if (*key, first_column, self.acting) in self.rollout_graphs:
+            self.rollout_graphs[(*key, first_column, self.acting)].replay()
         elif not self.graph_rollout:
             self.device_step(first_column, agents)
         else:
@@ -663,9 +681,15 @@ class PuffeRL:
                 self.device_step(first_column, agents)
             self.rollout_warmups[key] += 1
             if self.rollout_warmups[key] == self.GRAPH_WARMUP:
-                for first in (True, False):
-                    step = functools.partial(self.device_step, first, agents)
-                    self.rollout_graphs[(*key, first)] = capture_graph(step, self.generator)[0]
+                acting = self.acting
+                for memory in (acting, 1 - acting) if everyone else (acting,):
+                    self.acting = memory
+                    for first in (True, False):
+                        step = functools.partial(self.device_step, first, agents)
+                        self.rollout_graphs[(*key, first, memory)] = capture_graph(step, self.generator)[0]
+                self.acting = acting
+        if everyone:
+            self.acting = 1 - self.acting
 
     def device_step(self, first_column, agents):
         """Step t of the batch (``rollout_step``, on the device) for the run ``agents`` (a slice)
@@ -675,7 +699,8 @@ class PuffeRL:
         env = self.step_envs[(agents.start, agents.stop)]
         dones = env.terminals | env.truncations
         state = self.acting_state(dones, agents) if first_column else ()
-        action, logprob, value = self.act(env.observations, dones, agents)
+        spare = self.memories[1 - self.acting] if (agents.start, agents.stop) == (0, self.num_agents) else None
+        action, logprob, value = self.act(env.observations, dones, agents, into=spare)
         with torch.inference_mode():
             self.record(first_column, agents, env.observations, dones, env.truncations, action, logprob, value, env.rewards, state)
         env.gpu_step(action)

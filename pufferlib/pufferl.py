@@ -671,7 +671,7 @@ class PuffeRL:
         step of every agent leaves its new memory in the spare one, which becomes ``state``; each
         of the two has graphs of its own."""
         key = (agents.start, agents.stop)
-        everyone = key == (0, self.num_agents)
+        everyone = self.is_every_agent(agents)
         if (*key, first_column, self.acting) in self.rollout_graphs:
             self.rollout_graphs[(*key, first_column, self.acting)].replay()
         elif not self.graph_rollout:
@@ -691,6 +691,10 @@ class PuffeRL:
         if everyone:
             self.acting = 1 - self.acting
 
+    def is_every_agent(self, agents):
+        """Whether the run ``agents`` (a slice) is all of them: its steps alternate the memories."""
+        return (agents.start, agents.stop) == (0, self.num_agents)
+
     def device_step(self, first_column, agents):
         """Step t of the batch (``rollout_step``, on the device) for the run ``agents`` (a slice)
         of a device-hook env's agents or of a host env's staged buffers (``step_envs``): act,
@@ -699,7 +703,7 @@ class PuffeRL:
         env = self.step_envs[(agents.start, agents.stop)]
         dones = env.terminals | env.truncations
         state = self.acting_state(dones, agents) if first_column else ()
-        spare = self.memories[1 - self.acting] if (agents.start, agents.stop) == (0, self.num_agents) else None
+        spare = self.memories[1 - self.acting] if self.is_every_agent(agents) else None
         action, logprob, value = self.act(env.observations, dones, agents, into=spare)
         with torch.inference_mode():
             self.record(first_column, agents, env.observations, dones, env.truncations, action, logprob, value, env.rewards, state)

@@ -177,6 +177,46 @@ def test_compact_policy_sees_the_full_observation():
         CraftaxCompact(full)
 
 
+def test_cell_policy_is_the_full_policy_with_its_first_layer_factored_per_cell():
+    """CraftaxCells equals a Default policy on the full observation whose first layer's weight for
+    cell c and channel k is the table's row k times the cell's block of CraftaxCells' first layer."""
+    torch = pytest.importorskip("torch")
+    from ocean.craftax.policy import CraftaxCells
+    from pufferlib.models import Default
+
+    full = ocean.make("puffer_craftax", num_envs=8, reset_pool_size=4)
+    compact = ocean.make("puffer_craftax_compact", num_envs=8, reset_pool_size=4)
+    width, cells, scalars = 8, 99, 51
+    policy = CraftaxCells(compact, hidden_size=16, num_layers=2, cell_width=width)
+    assert policy.input_size == 848 and policy.embedding.weight.shape == (16, 848)
+    full_policy = Default(full, hidden_size=16, num_layers=2)
+    with torch.no_grad():
+        weight = policy.embedding.weight  # [hidden, cells * width + scalars + padding]
+        per_cell = weight[:, : cells * width].reshape(16, cells, width)
+        factored = torch.einsum("hcw,kw->hck", per_cell, policy.cell_embedding).reshape(16, -1)
+        full_policy.embedding.weight.copy_(torch.cat([factored, weight[:, cells * width : cells * width + scalars]], 1))
+        full_policy.embedding.bias.copy_(policy.embedding.bias)
+        for name, parameter in full_policy.named_parameters():
+            if not name.startswith("embedding."):
+                parameter.copy_(policy.get_parameter(name))
+    assert not weight[:, cells * width + scalars :].any()
+    full_obs, _ = full.reset(2)
+    compact_obs, _ = compact.reset(2)
+    rng = np.random.default_rng(1)
+    for _ in range(40):
+        actions = rng.integers(0, 43, 8, dtype=np.int32)
+        full_obs, compact_obs = full.step(actions)[0], compact.step(actions)[0]
+    logits, values, _ = policy.forward_eval(torch.from_numpy(compact_obs), ())
+    full_logits, full_values, _ = full_policy.forward_eval(torch.from_numpy(full_obs), ())
+    assert torch.allclose(logits, full_logits, atol=1e-5) and torch.allclose(values, full_values, atol=1e-5)
+    logits.sum().backward()
+    assert policy.cell_embedding.grad.abs().sum() > 0
+    with pytest.raises(APIUsageError, match=r"cell_width must be one of \(8, 16, 32, 64\), got 12"):
+        CraftaxCells(compact, cell_width=12)
+    with pytest.raises(APIUsageError, match="CraftaxCells needs puffer_craftax_compact's 996 uint8"):
+        CraftaxCells(full)
+
+
 @pytest.mark.parametrize("seed", [2, 3])
 def test_generated_worlds_satisfy_invariants(seed):
     fields = binding.World(np.array([0, seed], np.uint32)).fields()

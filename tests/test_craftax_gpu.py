@@ -292,6 +292,52 @@ def test_compact_policy_kernel_expands_as_its_tensor_code_does(torch):
     env.close()
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("width", [16, 32])
+def test_cell_policy_kernels_embed_as_its_tensor_code_does(torch, width):
+    """CraftaxCells' CUDA kernels against its tensor code: the input in float32 and under bf16
+    autocast (rounded once), eager and inside a compiled graph, and the table's gradient."""
+    from ocean.craftax.policy import CraftaxCells
+
+    env = gpu.CraftaxCompactGPU(1024, reset_pool_size=32)
+    policy = CraftaxCells(env, hidden_size=16, cell_width=width).to(env.device)
+    env.gpu_reset(5)
+    generator = torch.Generator(device=env.device).manual_seed(5)
+    batches = []
+    for _ in range(40):
+        env.actions.random_(0, craftax.NUM_ACTIONS, generator=generator)
+        env.gpu_step(env.actions)
+        batches.append(env.observations.clone())
+    compact = torch.cat(batches)
+    channels, _ = policy.channel_rule(compact)
+    assert channels[..., 42:82].any(), "no mob in view: the batch does not exercise the mob channels"
+    expected = policy.embed_cells_with_tensors(compact, torch.float32)
+    compiled = torch.compile(policy.embed_cells, fullgraph=True, dynamic=False)
+    for embed in (policy.embed_cells, compiled):
+        embedded = embed(compact)
+        assert embedded.dtype == torch.float32 and torch.allclose(embedded, expected, rtol=1e-6, atol=1e-6)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            rounded = embed(compact)
+        assert rounded.dtype == torch.bfloat16 and torch.allclose(rounded.float(), expected, rtol=2**-7, atol=1e-6)
+    grad = torch.randn(expected.shape, generator=generator, device=env.device)
+    for dtype in (torch.float32, torch.bfloat16):
+        (policy.embed_cells_with_tensors(compact, torch.float32) * grad.to(dtype).float()).sum().backward()
+        reference, policy.cell_embedding.grad = policy.cell_embedding.grad, None
+        gradient = gpu.embed_cells_grad(compact, grad.to(dtype), width)
+        # Sums of some 10^5 gradient values each, in another order: compared at the largest's scale.
+        tolerance = 1e-5 * reference.abs().max()
+        assert (gradient - reference).abs().max() <= tolerance, (dtype, (gradient - reference).abs().max(), tolerance)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
+            (policy.embed_cells(compact).float() * grad.to(dtype).float()).sum().backward()
+        assert (policy.cell_embedding.grad - reference).abs().max() <= tolerance
+        policy.cell_embedding.grad = None
+    with pytest.raises(ValueError, match="uint8 CUDA tensor"):
+        gpu.embed_cells(compact.cpu(), policy.cell_embedding, policy.input_size, torch.float32)
+    with pytest.raises(ValueError, match="columns must be a multiple of 8"):
+        gpu.embed_cells(compact, policy.cell_embedding, policy.input_size - 4, torch.float32)
+    env.close()
+
+
 @pytest.mark.parametrize("seed", [0, 11])
 def test_observation_parts_in_any_order_make_the_compact_observation(seed):
     """The GPU env's observation kernel writes an observation's parts (view rows with their mobs,

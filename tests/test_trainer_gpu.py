@@ -60,9 +60,13 @@ def test_page_locked_host_buffers_give_the_same_batch():
         trainer.close()
 
 
-def test_rollout_issues_no_host_synchronization(gpu_env_built, monkeypatch):
-    trainer = make_trainer(craftax_config("--vec.device", "cuda"))
-    assert trainer.env_on_device
+@pytest.mark.parametrize("policy", ["CraftaxCompact", "CraftaxCells"])
+def test_rollout_issues_no_host_synchronization(gpu_env_built, monkeypatch, policy):
+    """Either of Craftax's policies; CraftaxCells' table then learns through its kernels' gradient
+    in the compiled, graphed update."""
+    trainer = make_trainer(craftax_config("--vec.device", "cuda", "--base.policy", f"ocean.craftax.policy:{policy}"))
+    inner = getattr(trainer.policy, "policy", trainer.policy)  # inside the rnn, where there is one
+    assert trainer.env_on_device and type(inner).__name__ == policy
     trainer.collect()  # warm-up: compilation and CUDA graph capture may synchronize
     monkeypatch.setattr(trainer.vecenv, "gpu_sync_logs", lambda: None)  # the one sync per epoch, by design
     torch.cuda.synchronize()
@@ -71,6 +75,12 @@ def test_rollout_issues_no_host_synchronization(gpu_env_built, monkeypatch):
         trainer.collect()
     finally:
         torch.cuda.set_sync_debug_mode("default")
+    if policy == "CraftaxCells":
+        table = inner.cell_embedding.detach().clone()
+        for _ in range(5):  # past the eager warm-up minibatches, into the update's CUDA graph
+            trainer.train()
+            trainer.collect()
+        assert not torch.equal(inner.cell_embedding, table) and torch.isfinite(inner.cell_embedding).all()
     trainer.close()
 
 

@@ -28,6 +28,9 @@ LIBRARY_PATH = Path(__file__).with_name("libcraftax_gpu.so")
 WARP = 32
 ENVS_PER_WARP = (1, 2, 4, 8, 16, 32)
 REBUILD = "python setup.py build_ext --inplace (or pip install -e .)"
+CELLS, SCALARS = binding.LAYOUT["view_cells"], binding.LAYOUT["scalars"]
+CHANNELS = (OBS_SIZE - SCALARS) // CELLS  # of a cell in the full observation
+CELL_WIDTHS = (8, 16, 32, 64)  # of embed_cells' table: its gradient's threads own two columns, a warp whole cells
 
 _library = None
 
@@ -61,7 +64,10 @@ def load_library():
     lib.craftax_gpu_destroy.argtypes = [c_void_p]
     lib.craftax_gpu_destroy.restype = None
     lib.craftax_gpu_expand.argtypes = [c_void_p, c_void_p, ctypes.c_long, c_int, c_int, c_void_p]
-    for function in ("reset", "step", "sync_logs", "read_state", "create", "expand", "runs_here"):
+    lib.craftax_gpu_embed_cells.argtypes = [c_void_p, c_void_p, c_int, c_void_p, ctypes.c_long, c_int, c_int, c_void_p]
+    lib.craftax_gpu_embed_cells_grad.argtypes = [c_void_p, c_void_p, ctypes.c_long, c_int, c_int, c_int, c_void_p, c_void_p]
+    for function in ("reset", "step", "sync_logs", "read_state", "create", "expand", "embed_cells", "embed_cells_grad",
+                     "runs_here"):
         getattr(lib, f"craftax_gpu_{function}").restype = c_int
     layout = {
         "game state bytes": (lib.craftax_gpu_state_bytes(), binding.STATE_BYTES),
@@ -100,25 +106,79 @@ def expand_observations(compact, dtype, columns=OBS_SIZE):
 
     if dtype not in (torch.float32, torch.bfloat16):
         raise ValueError(f"expand_observations: dtype must be float32 or bfloat16, got {dtype}")
-    if not compact.is_cuda or compact.dtype != torch.uint8 or compact.dim() != 2 or compact.shape[1] != COMPACT_OBS_BYTES:
-        raise ValueError(
-            f"expand_observations: needs a [rows, {COMPACT_OBS_BYTES}] uint8 CUDA tensor, got "
-            f"{list(compact.shape)} {compact.dtype} on {compact.device}"
-        )
+    compact = _check_compact("expand_observations", compact)
     if columns < OBS_SIZE or columns % 4:
         raise ValueError(f"expand_observations: columns must be a multiple of 4 and at least {OBS_SIZE}, got {columns}")
-    compact = compact.contiguous()
-    if compact.data_ptr() % 4:  # the kernel reads each row as 32-bit words
-        compact = compact.clone()
     full = torch.empty(compact.shape[0], columns, dtype=dtype, device=compact.device)
     with torch.cuda.device(compact.device):
-        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-        status = load_library().craftax_gpu_expand(
-            compact.data_ptr(), full.data_ptr(), compact.shape[0], columns, int(dtype == torch.bfloat16), stream
-        )
-    if status != 0:
-        raise RuntimeError(f"expand_observations: {load_library().craftax_gpu_error_string(status).decode()}")
+        _run("expand_observations", "craftax_gpu_expand", compact.data_ptr(), full.data_ptr(), compact.shape[0], columns,
+             int(dtype == torch.bfloat16))
     return full
+
+
+def _check_compact(name, compact):
+    """``compact`` as the kernels read it: a contiguous [rows, 996] uint8 CUDA tensor, 4-byte aligned
+    (they read each row as 32-bit words)."""
+    import torch
+
+    if not compact.is_cuda or compact.dtype != torch.uint8 or compact.dim() != 2 or compact.shape[1] != COMPACT_OBS_BYTES:
+        raise ValueError(
+            f"{name}: needs a [rows, {COMPACT_OBS_BYTES}] uint8 CUDA tensor, got "
+            f"{list(compact.shape)} {compact.dtype} on {compact.device}"
+        )
+    compact = compact.contiguous()
+    return compact.clone() if compact.data_ptr() % 4 else compact
+
+
+def _run(name, function, *arguments):
+    import torch
+
+    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    status = getattr(load_library(), function)(*arguments, stream)
+    if status != 0:
+        raise RuntimeError(f"{name}: {load_library().craftax_gpu_error_string(status).decode()}")
+
+
+def embed_cells(compact, table, columns, dtype):
+    """The cell-embedding policy's input on the GPU (``ocean.craftax.policy.CraftaxCells``): each
+    of a row's 99 cells as the sum of the rows of ``table`` ([83, width] float32, width a multiple
+    8, 16, 32 or 64) for the channels the cell has in the full observation; then the 51 scalars; then zeros
+    to ``columns`` (a multiple of 8). [rows, 996] uint8 -> a new [rows, columns] tensor of
+    ``dtype`` (float32 or bfloat16), on the current stream."""
+    import torch
+
+    compact = _check_compact("embed_cells", compact)
+    width = table.shape[-1]
+    if dtype not in (torch.float32, torch.bfloat16):
+        raise ValueError(f"embed_cells: dtype must be float32 or bfloat16, got {dtype}")
+    if table.dtype != torch.float32 or table.shape != (CHANNELS, width) or width not in CELL_WIDTHS or table.device != compact.device:
+        raise ValueError(f"embed_cells: table must be [{CHANNELS}, width] float32 on {compact.device}, width one of "
+                         f"{CELL_WIDTHS}; got {list(table.shape)} {table.dtype} on {table.device}")
+    if columns % 8 or columns < CELLS * width + SCALARS:
+        raise ValueError(f"embed_cells: columns must be a multiple of 8 and at least {CELLS * width + SCALARS}, got {columns}")
+    table = table.contiguous()
+    out = torch.empty(compact.shape[0], columns, dtype=dtype, device=compact.device)
+    with torch.cuda.device(compact.device):
+        _run("embed_cells", "craftax_gpu_embed_cells", compact.data_ptr(), table.data_ptr(), width, out.data_ptr(),
+             compact.shape[0], columns, int(dtype == torch.bfloat16))
+    return out
+
+
+def embed_cells_grad(compact, grad, width):
+    """The gradient of ``embed_cells``' table ([83, width] float32) given its output's ``grad``
+    ([rows, columns], float32 or bfloat16), on the current stream."""
+    import torch
+
+    compact = _check_compact("embed_cells_grad", compact)
+    if grad.dtype not in (torch.float32, torch.bfloat16) or grad.dim() != 2 or grad.shape[0] != compact.shape[0]:
+        raise ValueError(f"embed_cells_grad: grad must be [{compact.shape[0]}, columns] float32 or bfloat16, got "
+                         f"{list(grad.shape)} {grad.dtype}")
+    grad = grad.contiguous()
+    table_grad = torch.empty(CHANNELS, width, dtype=torch.float32, device=compact.device)
+    with torch.cuda.device(compact.device):
+        _run("embed_cells_grad", "craftax_gpu_embed_cells_grad", compact.data_ptr(), grad.data_ptr(), compact.shape[0],
+             grad.shape[1], width, int(grad.dtype == torch.bfloat16), table_grad.data_ptr())
+    return table_grad
 
 
 def import_torch_cuda(name, device):

@@ -261,6 +261,19 @@ def test_puffer_surface_render_and_close(torch):
         env.gpu_step(env.actions)
 
 
+def random_play_observations(torch, env, seed, steps=40):
+    """The observations of ``steps`` steps of uniformly random actions from reset ``seed``, in one
+    [steps * num_envs, ...] tensor."""
+    env.gpu_reset(seed)
+    generator = torch.Generator(device=env.device).manual_seed(seed)
+    batches = []
+    for _ in range(steps):
+        env.actions.random_(0, craftax.NUM_ACTIONS, generator=generator)
+        env.gpu_step(env.actions)
+        batches.append(env.observations.clone())
+    return torch.cat(batches)
+
+
 @pytest.mark.gpu
 def test_compact_policy_kernel_expands_as_its_tensor_code_does(torch):
     """CraftaxCompact's CUDA expansion (the library's kernel) against its tensor code, bit for bit,
@@ -270,14 +283,7 @@ def test_compact_policy_kernel_expands_as_its_tensor_code_does(torch):
     env = gpu.CraftaxCompactGPU(1024, reset_pool_size=32)
     policy = CraftaxCompact(env, hidden_size=16).to(env.device)
     assert kernel_expands_on(env.device.index)
-    env.gpu_reset(3)
-    generator = torch.Generator(device=env.device).manual_seed(3)
-    batches = []
-    for _ in range(40):
-        env.actions.random_(0, craftax.NUM_ACTIONS, generator=generator)
-        env.gpu_step(env.actions)
-        batches.append(env.observations.clone())
-    compact = torch.cat(batches)
+    compact = random_play_observations(torch, env, seed=3)
     compiled = torch.compile(policy.expand, fullgraph=True, dynamic=False)
     for dtype in (torch.float32, torch.bfloat16):
         expected = policy.expand_with_tensors(compact, dtype)
@@ -301,14 +307,8 @@ def test_cell_policy_kernels_embed_as_its_tensor_code_does(torch, width):
 
     env = gpu.CraftaxCompactGPU(1024, reset_pool_size=32)
     policy = CraftaxCells(env, hidden_size=16, cell_width=width).to(env.device)
-    env.gpu_reset(5)
+    compact = random_play_observations(torch, env, seed=5)
     generator = torch.Generator(device=env.device).manual_seed(5)
-    batches = []
-    for _ in range(40):
-        env.actions.random_(0, craftax.NUM_ACTIONS, generator=generator)
-        env.gpu_step(env.actions)
-        batches.append(env.observations.clone())
-    compact = torch.cat(batches)
     channels, _ = policy.channel_rule(compact)
     assert channels[..., 42:82].any(), "no mob in view: the batch does not exercise the mob channels"
     expected = policy.embed_cells_with_tensors(compact, torch.float32)

@@ -40,6 +40,19 @@ def test_import_needs_no_gpu_and_bad_counts_are_rejected_first():
         gpu.CraftaxGPU(64, envs_per_warp=3)
 
 
+def test_policy_kernels_reject_bad_shapes_before_the_gpu():
+    torch = pytest.importorskip("torch")
+    compact = torch.zeros(2, craftax.COMPACT_OBS_BYTES, dtype=torch.uint8)
+    with pytest.raises(ValueError, match=r"width one of \(8, 16, 32, 64\); got \[83, 12\]"):
+        gpu.embed_cells(compact, torch.zeros(83, 12), 1240, torch.float32)
+    with pytest.raises(ValueError, match="columns must be a multiple of 8 and at least 1635, got 1636"):
+        gpu.embed_cells(compact, torch.zeros(83, 16), 1636, torch.float32)
+    with pytest.raises(ValueError, match=r"width must be one of \(8, 16, 32, 64\), got 24"):
+        gpu.embed_cells_grad(compact, torch.zeros(2, 2432), 24)
+    with pytest.raises(ValueError, match="uint8 CUDA tensor"):
+        gpu.embed_cells_grad(compact, torch.zeros(2, 1640), 16)
+
+
 def test_missing_cuda_library_names_the_fix(monkeypatch, tmp_path):
     monkeypatch.setattr(gpu, "_library", None)
     monkeypatch.setattr(gpu, "LIBRARY_PATH", tmp_path / "libcraftax_gpu.so")

@@ -130,6 +130,11 @@ def _check_compact(name, compact):
     return compact.clone() if compact.data_ptr() % 4 else compact
 
 
+def _check_columns(name, columns, width):
+    if columns % 8 or columns < CELLS * width + SCALARS:
+        raise ValueError(f"{name}: columns must be a multiple of 8 and at least {CELLS * width + SCALARS}, got {columns}")
+
+
 def _run(name, function, *arguments):
     import torch
 
@@ -141,21 +146,22 @@ def _run(name, function, *arguments):
 
 def embed_cells(compact, table, columns, dtype):
     """The cell-embedding policy's input on the GPU (``ocean.craftax.policy.CraftaxCells``): each
-    of a row's 99 cells as the sum of the rows of ``table`` ([83, width] float32, width a multiple
-    8, 16, 32 or 64) for the channels the cell has in the full observation; then the 51 scalars; then zeros
+    of a row's 99 cells as the sum of the rows of ``table`` ([83, width] float32, width 8, 16, 32
+    or 64) for the channels the cell has in the full observation; then the 51 scalars; then zeros
     to ``columns`` (a multiple of 8). [rows, 996] uint8 -> a new [rows, columns] tensor of
     ``dtype`` (float32 or bfloat16), on the current stream."""
     import torch
 
-    compact = _check_compact("embed_cells", compact)
     width = table.shape[-1]
     if dtype not in (torch.float32, torch.bfloat16):
         raise ValueError(f"embed_cells: dtype must be float32 or bfloat16, got {dtype}")
-    if table.dtype != torch.float32 or table.shape != (CHANNELS, width) or width not in CELL_WIDTHS or table.device != compact.device:
-        raise ValueError(f"embed_cells: table must be [{CHANNELS}, width] float32 on {compact.device}, width one of "
-                         f"{CELL_WIDTHS}; got {list(table.shape)} {table.dtype} on {table.device}")
-    if columns % 8 or columns < CELLS * width + SCALARS:
-        raise ValueError(f"embed_cells: columns must be a multiple of 8 and at least {CELLS * width + SCALARS}, got {columns}")
+    if table.dtype != torch.float32 or table.shape != (CHANNELS, width) or width not in CELL_WIDTHS:
+        raise ValueError(f"embed_cells: table must be [{CHANNELS}, width] float32, width one of {CELL_WIDTHS}; "
+                         f"got {list(table.shape)} {table.dtype}")
+    _check_columns("embed_cells", columns, width)
+    compact = _check_compact("embed_cells", compact)
+    if table.device != compact.device:
+        raise ValueError(f"embed_cells: table is on {table.device}, the observations on {compact.device}")
     table = table.contiguous()
     out = torch.empty(compact.shape[0], columns, dtype=dtype, device=compact.device)
     with torch.cuda.device(compact.device):
@@ -169,10 +175,15 @@ def embed_cells_grad(compact, grad, width):
     ([rows, columns], float32 or bfloat16), on the current stream."""
     import torch
 
+    if width not in CELL_WIDTHS:
+        raise ValueError(f"embed_cells_grad: width must be one of {CELL_WIDTHS}, got {width}")
     compact = _check_compact("embed_cells_grad", compact)
     if grad.dtype not in (torch.float32, torch.bfloat16) or grad.dim() != 2 or grad.shape[0] != compact.shape[0]:
         raise ValueError(f"embed_cells_grad: grad must be [{compact.shape[0]}, columns] float32 or bfloat16, got "
                          f"{list(grad.shape)} {grad.dtype}")
+    _check_columns("embed_cells_grad", grad.shape[1], width)
+    if grad.device != compact.device:
+        raise ValueError(f"embed_cells_grad: grad is on {grad.device}, the observations on {compact.device}")
     grad = grad.contiguous()
     table_grad = torch.empty(CHANNELS, width, dtype=torch.float32, device=compact.device)
     with torch.cuda.device(compact.device):

@@ -121,6 +121,21 @@ def autocast_type(device):
     return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else torch.float32
 
 
+def library_kernel_serves(compact, dtype):
+    """Whether the CUDA library's kernels make this batch's first-layer input: a CUDA batch, in
+    float32 or bfloat16, on a GPU the library has code for."""
+    return compact.is_cuda and dtype in (torch.float32, torch.bfloat16) and kernel_expands_on(compact.device.index)
+
+
+def first_layer_row(per_cell, scalars, columns, dtype):
+    """[B, ...] cell values and [B, 51] scalars -> one [B, columns] row of ``dtype`` each, zeros
+    after them (the padding that keeps rows 16-byte aligned)."""
+    batch = per_cell.shape[0]
+    per_cell = per_cell.reshape(batch, -1)
+    padding = per_cell.new_zeros((batch, columns - per_cell.shape[1] - scalars.shape[1]), dtype=dtype)
+    return torch.cat([per_cell.to(dtype), scalars.to(dtype), padding], dim=1)
+
+
 class CraftaxCompact(Default):
     """The Default MLP for ``puffer_craftax_compact``: each batch of 996-byte compact observations is
     expanded, on the policy's device, into exactly the 8,268 floats of the full observation (layout
@@ -151,15 +166,13 @@ class CraftaxCompact(Default):
         batches expand in the GPU env's library's kernel when the library is built for their GPU,
         and with tensor code otherwise."""
         dtype = autocast_type(compact.device.type)
-        if compact.is_cuda and dtype in (torch.float32, torch.bfloat16) and kernel_expands_on(compact.device.index):
+        if library_kernel_serves(compact, dtype):
             return expand_with_kernel(compact.contiguous(), self.input_size, dtype == torch.bfloat16)
         return self.expand_with_tensors(compact, dtype)
 
     def expand_with_tensors(self, compact, dtype):
-        batch = compact.shape[0]
         channels, scalars = self.channel_rule(compact)
-        padding = compact.new_zeros((batch, self.input_size - self.full_size), dtype=dtype)
-        return torch.cat([channels.reshape(batch, -1).to(dtype), scalars.to(dtype), padding], dim=1)
+        return first_layer_row(channels, scalars, self.input_size, dtype)
 
     def encode_observations(self, observations):
         return super().encode_observations(self.expand(observations.reshape(observations.shape[0], -1)))
@@ -197,16 +210,13 @@ class CraftaxCells(Default):
     def embed_cells(self, compact):
         """[B, 996] uint8 -> [B, input_size] first-layer input, in the autocast type under autocast."""
         dtype = autocast_type(compact.device.type)
-        if compact.is_cuda and dtype in (torch.float32, torch.bfloat16) and kernel_expands_on(compact.device.index):
+        if library_kernel_serves(compact, dtype):
             return embed_cells_with_kernel(compact.contiguous(), self.cell_embedding, self.input_size, dtype == torch.bfloat16)
         return self.embed_cells_with_tensors(compact, dtype)
 
     def embed_cells_with_tensors(self, compact, dtype):
-        batch = compact.shape[0]
         channels, scalars = self.channel_rule(compact)
-        cells = channels.float() @ self.cell_embedding
-        padding = compact.new_zeros((batch, self.input_size - gpu.CELLS * self.cell_width - gpu.SCALARS), dtype=dtype)
-        return torch.cat([cells.reshape(batch, -1).to(dtype), scalars.to(dtype), padding], dim=1)
+        return first_layer_row(channels.float() @ self.cell_embedding, scalars, self.input_size, dtype)
 
     def encode_observations(self, observations):
         return self.encoder(self.embedding(self.embed_cells(observations.reshape(observations.shape[0], -1))))

@@ -1,7 +1,7 @@
-"""The update's two largest custom kernels against the tensor code they replace, on one GPU.
+"""The update's largest custom kernels against what they replace, on one GPU.
 
 Usage: python scripts/bench_gpu_kernels.py [--rows 8192,32768] [--segments 256] [--horizon 128]
-           [--hidden 256] [--advantage-rows 8192]
+           [--hidden 256] [--advantage-rows 8192] [--widths 16,32]
 
 1. CraftaxCompact's expansion of compact observations into full ones, bf16 as under autocast:
    the tensor code compiled by torch.compile (``expand_with_tensors``) against the GPU env
@@ -10,6 +10,10 @@ Usage: python scripts/bench_gpu_kernels.py [--rows 8192,32768] [--segments 256] 
    by torch.compile against the chunked Triton scan (``pufferlib.scan_cuda``), on one MinGRU
    layer's minibatch ([segments, horizon, hidden]) and on the advantage kernel's shape
    ([advantage-rows, horizon, 1]).
+3. CraftaxCells' table gradient from a bf16 gradient of its input, at each --rows and table width
+   (--widths): the shared-memory atomics kernel against the tensor-core one. The library takes
+   the tensor cores when the gradient starts on a 16-byte boundary, as torch's allocations do; a
+   copy starting 4 bytes later takes the atomics kernel. CraftaxCells' input kernel beside them.
 
 Each figure is the mean of 30 replays of a CUDA graph of the call (captured after 3 warm-up calls),
 timed with CUDA events, the better of two rounds in which the pair alternates.
@@ -20,7 +24,7 @@ import argparse
 import torch
 
 from ocean.craftax import COMPACT_OBS_BYTES, NUM_ACTIONS, gpu
-from ocean.craftax.policy import CraftaxCompact
+from ocean.craftax.policy import CraftaxCells, CraftaxCompact
 from pufferlib import scan_cuda
 from pufferlib.pytorch import side_stream
 
@@ -54,11 +58,11 @@ def log_depth_scan(a, b, h0):
     return a * h0.unsqueeze(1) + b
 
 
-def policy_and_observations(rows):
-    """CraftaxCompact, and rows observations of a GPU env after 50 random steps (mobs, items and
-    darkness in view)."""
+def policy_and_observations(rows, policy_class=CraftaxCompact, **policy_kwargs):
+    """A policy of policy_class, and rows observations of a GPU env after 50 random steps (mobs,
+    items and darkness in view)."""
     env = gpu.CraftaxCompactGPU(rows, reset_pool_size=256)
-    policy = CraftaxCompact(env, hidden_size=16).to(env.device)
+    policy = policy_class(env, hidden_size=16, **policy_kwargs).to(env.device)
     env.gpu_reset(0)
     generator = torch.Generator(device=env.device).manual_seed(0)
     for _ in range(50):
@@ -86,6 +90,21 @@ def bench_expansion(rows):
     return best["tensors"], best["kernel"]
 
 
+def bench_cells(rows, width):
+    policy, compact = policy_and_observations(rows, CraftaxCells, cell_width=width)
+    columns = policy.input_size
+    storage = torch.randn(rows * columns + 2, device="cuda").to(torch.bfloat16)
+    aligned = storage[: rows * columns].view(rows, columns)
+    offset = storage[2:].view(rows, columns)
+    assert aligned.data_ptr() % 16 == 0 and offset.data_ptr() % 16 == 4
+    best = alternate({
+        "input": lambda: gpu.embed_cells(compact, policy.cell_embedding, columns, torch.bfloat16),
+        "atomics": lambda: gpu.embed_cells_grad(compact, offset, width),
+        "tensor cores": lambda: gpu.embed_cells_grad(compact, aligned, width),
+    })
+    return best["input"], best["atomics"], best["tensor cores"]
+
+
 def bench_scan(shape):
     a = torch.rand(shape, device="cuda", dtype=torch.bfloat16, requires_grad=True)
     b = torch.randn(shape, device="cuda", dtype=torch.bfloat16, requires_grad=True)
@@ -106,7 +125,11 @@ def main():
     parser.add_argument("--horizon", type=int, default=128)
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--advantage-rows", type=int, default=8192, help="segments of the whole batch")
+    parser.add_argument("--widths", default="16,32", help=f"CraftaxCells' table widths, of {gpu.CELL_WIDTHS}")
     args = parser.parse_args()
+    widths = [int(width) for width in args.widths.split(",")]
+    if any(width not in gpu.CELL_WIDTHS for width in widths):
+        parser.error(f"--widths must be of {gpu.CELL_WIDTHS}, got {args.widths}")
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}")
 
     print("| expansion, bf16 | rows | tensor code (compiled) | kernel | ratio |")
@@ -120,6 +143,13 @@ def main():
     for shape in [(args.segments, args.horizon, args.hidden), (args.advantage_rows, args.horizon, 1)]:
         slow, fast = bench_scan(shape)
         print(f"| a_t h_t-1 + b_t | {list(shape)} | {slow:.3f} ms | {fast:.3f} ms | {slow / fast:.1f}x |")
+
+    print("\n| CraftaxCells, bf16 | rows | width | input | table gradient, atomics | tensor cores | ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for rows in [int(r) for r in args.rows.split(",")]:
+        for width in widths:
+            embed, slow, fast = bench_cells(rows, width)
+            print(f"| {gpu.CHANNELS} x {width} table | {rows:,} | {width} | {embed:.3f} ms | {slow:.3f} ms | {fast:.3f} ms | {slow / fast:.1f}x |")
 
 
 if __name__ == "__main__":

@@ -312,7 +312,7 @@ def test_compact_policy_kernel_expands_as_its_tensor_code_does(torch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("width", [16, 32])
+@pytest.mark.parametrize("width", [8, 16, 32, 64])
 def test_cell_policy_kernels_embed_as_its_tensor_code_does(torch, width):
     """CraftaxCells' CUDA kernels against its tensor code: the input in float32 and under bf16
     autocast (rounded once), eager and inside a compiled graph, and the table's gradient."""
@@ -333,10 +333,13 @@ def test_cell_policy_kernels_embed_as_its_tensor_code_does(torch, width):
             rounded = embed(compact)
         assert rounded.dtype == torch.bfloat16 and torch.allclose(rounded.float(), expected, rtol=2**-7, atol=1e-6)
     grad = torch.randn(expected.shape, generator=generator, device=env.device)
-    for dtype in (torch.float32, torch.bfloat16):
+    # A bf16 gradient on a 16-byte boundary takes the tensor-core kernel; 4 bytes later, the atomics one.
+    storage = torch.empty(grad.numel() + 2, dtype=torch.bfloat16, device=env.device)
+    shifted = storage[2:].view(grad.shape).copy_(grad)
+    for dtype, kernel_grad in ((torch.float32, grad), (torch.bfloat16, grad.to(torch.bfloat16)), (torch.bfloat16, shifted)):
         (policy.embed_cells_with_tensors(compact, torch.float32) * grad.to(dtype).float()).sum().backward()
         reference, policy.cell_embedding.grad = policy.cell_embedding.grad, None
-        gradient = gpu.embed_cells_grad(compact, grad.to(dtype), width)
+        gradient = gpu.embed_cells_grad(compact, kernel_grad, width)
         # Sums of some 10^5 gradient values each, in another order: compared at the largest's scale.
         tolerance = 1e-5 * reference.abs().max()
         assert (gradient - reference).abs().max() <= tolerance, (dtype, (gradient - reference).abs().max(), tolerance)

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include <cuda_bf16.h>
+#include <mma.h>
 
 // Device envs always write compact observations, in a kernel of their own (craftax.h).
 #define CRAFTAX_OBSERVATION_KERNEL
@@ -268,6 +269,116 @@ __global__ void cell_embedding_grad_kernel(const uint8_t* compact, const Value* 
     }
 }
 
+// The table's gradient on tensor cores, for bfloat16 gradients on GPUs of compute capability 8.0
+// and up. A warp takes the instances (cells of rows, in order) CELL_TILE at a time: lane l writes
+// its instance's channels as column l of a 96 x CELL_TILE matrix of 0/1 and its gradient in the
+// block's 16 columns of the table (blockIdx.y) as row l of a CELL_TILE x 16 one; the product adds
+// into six 16 x 16 accumulators, one per 16 channel rows, skipping the rows no instance of the tile
+// has. A warp loads CELL_MMA_TILES_AT_ONCE tiles before multiplying any: the loads' latency, not
+// the products, is what it waits on. No lane adds to an address another adds to until the warps'
+// sums meet at the end.
+#define CELL_TILE 32
+#define CELL_TILE_ROWS 96
+#define CELL_SUBTILES (CELL_TILE_ROWS / 16)
+#define CELL_MMA_WARPS 4
+#define CELL_MMA_TILES_AT_ONCE 2
+// Light's row follows the items', and the mobs' rows start on the next whole 16 rows, so that a
+// tile without mobs has rows in three of the six.
+#define CELL_FIRST_MOB_ROW ((CHANNEL_MOBS + 1 + 15) / 16 * 16)
+CRAFTAX_STATIC_ASSERT(CHANNEL_LIGHT == CHANNEL_MOBS + NUM_MOB_CLASSES * MOB_TYPES_PER_CLASS, "channels: blocks, items, mobs, light");
+CRAFTAX_STATIC_ASSERT(CELL_FIRST_MOB_ROW + NUM_MOB_CLASSES * MOB_TYPES_PER_CLASS <= CELL_TILE_ROWS, "channel rows");
+
+__device__ static inline int cell_tile_row(int channel) {
+    if (channel == CHANNEL_LIGHT) return CHANNEL_MOBS;
+    return channel < CHANNEL_MOBS ? channel : channel - CHANNEL_MOBS + CELL_FIRST_MOB_ROW;
+}
+
+__global__ void __launch_bounds__(32 * CELL_MMA_WARPS)
+cell_embedding_grad_mma_kernel(const uint8_t* compact, const __nv_bfloat16* grad, int columns, int width,
+                               float* table_grad, long instances) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    using namespace nvcuda;
+    __shared__ __align__(32) __nv_bfloat16 present_tiles[CELL_MMA_WARPS][CELL_TILE_ROWS * CELL_TILE];
+    __shared__ __align__(32) __nv_bfloat16 grad_tiles[CELL_MMA_WARPS][CELL_TILE * 16];
+    __shared__ float block_sums[CELL_TILE_ROWS * 16];
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32, first_column = blockIdx.y * 16;
+    __nv_bfloat16* present = present_tiles[warp];
+    __nv_bfloat16* g = grad_tiles[warp];
+    for (int i = threadIdx.x; i < CELL_TILE_ROWS * 16; i += blockDim.x) block_sums[i] = 0.0f;
+    for (int i = lane; i < CELL_TILE_ROWS * CELL_TILE / 8; i += 32) ((uint4*)present)[i] = make_uint4(0, 0, 0, 0);
+    __syncthreads();
+    const __nv_bfloat16 one = __float2bfloat16(1.0f), zero = __float2bfloat16(0.0f);
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> sums[CELL_SUBTILES];
+#pragma unroll
+    for (int i = 0; i < CELL_SUBTILES; i++) wmma::fill_fragment(sums[i], 0.0f);
+    long step = (long)gridDim.x * CELL_MMA_WARPS * CELL_TILE * CELL_MMA_TILES_AT_ONCE;
+    for (long first = ((long)blockIdx.x * CELL_MMA_WARPS + warp) * CELL_TILE * CELL_MMA_TILES_AT_ONCE; first < instances;
+         first += step) {
+        // Past the last instance a lane keeps zeros and a dark cell's bytes: it adds nothing.
+        uint4 low[CELL_MMA_TILES_AT_ONCE], high[CELL_MMA_TILES_AT_ONCE];
+        CellBytes cells[CELL_MMA_TILES_AT_ONCE];
+#pragma unroll
+        for (int t = 0; t < CELL_MMA_TILES_AT_ONCE; t++) {
+            long instance = first + t * CELL_TILE + lane;
+            low[t] = high[t] = make_uint4(0, 0, 0, 0);
+            cells[t] = CellBytes{{0, 0}};
+            if (instance >= instances) continue;
+            long row = instance / OBS_CELLS;
+            int cell = (int)(instance - row * OBS_CELLS);
+            const __nv_bfloat16* source = grad + row * columns + cell * width + first_column;
+            low[t] = *(const uint4*)source;
+            if (first_column + 8 < width) high[t] = *(const uint4*)(source + 8);
+            cells[t] = load_cell(compact + row * COMPACT_OBS_BYTES, cell);
+        }
+#pragma unroll
+        for (int t = 0; t < CELL_MMA_TILES_AT_ONCE; t++) {
+            ((uint4*)g)[2 * lane] = low[t];
+            ((uint4*)g)[2 * lane + 1] = high[t];
+            unsigned subtiles = 0;
+            for_each_cell_channel(cells[t].bytes(), [&](int channel) {
+                int row = cell_tile_row(channel);
+                present[row * CELL_TILE + lane] = one;
+                subtiles |= 1u << (row / 16);
+            });
+            subtiles = __reduce_or_sync(0xffffffffu, subtiles);
+            __syncwarp();
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> gradient[CELL_TILE / 16];
+#pragma unroll
+            for (int k = 0; k < CELL_TILE / 16; k++) wmma::load_matrix_sync(gradient[k], g + k * 16 * 16, 16);
+#pragma unroll
+            for (int i = 0; i < CELL_SUBTILES; i++) {
+                if (!(subtiles >> i & 1)) continue;
+#pragma unroll
+                for (int k = 0; k < CELL_TILE / 16; k++) {
+                    wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> rows;
+                    wmma::load_matrix_sync(rows, present + i * 16 * CELL_TILE + k * 16, CELL_TILE);
+                    wmma::mma_sync(sums[i], rows, gradient[k], sums[i]);
+                }
+            }
+            __syncwarp();
+            for_each_cell_channel(cells[t].bytes(), [&](int channel) { present[cell_tile_row(channel) * CELL_TILE + lane] = zero; });
+        }
+    }
+    __syncwarp();
+    // The warp's 0/1 matrix, free now, holds one accumulator at a time on its way to block_sums.
+    float* accumulator = (float*)present;
+#pragma unroll
+    for (int i = 0; i < CELL_SUBTILES; i++) {
+        wmma::store_matrix_sync(accumulator, sums[i], 16, wmma::mem_row_major);
+        __syncwarp();
+        for (int k = lane; k < 16 * 16; k += 32) atomicAdd(&block_sums[i * 16 * 16 + k], accumulator[k]);
+        __syncwarp();
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < OBS_CHANNELS * 16; i += blockDim.x) {
+        int channel = i / 16, column = i % 16;
+        if (first_column + column < width) {
+            atomicAdd(&table_grad[channel * width + first_column + column], block_sums[cell_tile_row(channel) * 16 + column]);
+        }
+    }
+#endif
+}
+
 static int cell_embedding_shape_is_valid(const void* compact, long rows, int width, int columns) {
     int width_is_valid = width == 8 || width == 16 || width == 32 || width == 64;  // width / 2 lanes divide a warp
     return rows >= 0 && rows <= INT_MAX && width_is_valid && columns % CELL_PART == 0 &&
@@ -446,9 +557,21 @@ int craftax_gpu_embed_cells_grad(const void* compact, const void* grad, long row
     VEC_GPU_CHECK(cudaMemsetAsync(table_grad, 0, sizeof(float) * OBS_CHANNELS * width, cuda_stream));
     long instances = rows * OBS_CELLS;
     if (instances == 0) return cudaSuccess;
-    int device = 0, multiprocessors = 0;
+    int device = 0, multiprocessors = 0, major = 0;
     VEC_GPU_CHECK(cudaGetDevice(&device));
     VEC_GPU_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+    VEC_GPU_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    if (bfloat16 && major >= 8 && (uintptr_t)grad % 16 == 0) {
+        int blocks_per_multiprocessor = 0;
+        VEC_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_multiprocessor, cell_embedding_grad_mma_kernel,
+                                                                    32 * CELL_MMA_WARPS, 0));
+        long per_block = CELL_MMA_WARPS * CELL_TILE * CELL_MMA_TILES_AT_ONCE, needed = (instances + per_block - 1) / per_block;
+        long most = (long)multiprocessors * blocks_per_multiprocessor;
+        dim3 grid((unsigned)(needed < most ? needed : most), (unsigned)((width + 15) / 16));
+        cell_embedding_grad_mma_kernel<<<grid, 32 * CELL_MMA_WARPS, 0, cuda_stream>>>(
+            (const uint8_t*)compact, (const __nv_bfloat16*)grad, columns, width, table_grad, instances);
+        return cudaGetLastError();
+    }
     long slots = CELL_GRAD_THREADS / (width / 2);
     long needed = (instances + slots - 1) / slots;
     unsigned blocks = (unsigned)(needed < (long)multiprocessors * CELL_GRAD_BLOCKS_PER_SM ? needed

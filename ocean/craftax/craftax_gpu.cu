@@ -282,6 +282,10 @@ __global__ void cell_embedding_grad_kernel(const uint8_t* compact, const Value* 
 #define CELL_SUBTILES (CELL_TILE_ROWS / 16)
 #define CELL_MMA_WARPS 4
 #define CELL_MMA_TILES_AT_ONCE 2
+// The two matrices' rows in shared memory, in values: padded so that the 8 rows a tensor-core load
+// reads at once fall on different banks.
+#define CELL_PRESENT_STRIDE (CELL_TILE + 8)
+#define CELL_GRAD_STRIDE (16 + 8)
 // Light's row follows the items', and the mobs' rows start on the next whole 16 rows, so that a
 // tile without mobs has rows in three of the six.
 #define CELL_FIRST_MOB_ROW ((CHANNEL_MOBS + 1 + 15) / 16 * 16)
@@ -298,14 +302,14 @@ cell_embedding_grad_mma_kernel(const uint8_t* compact, const __nv_bfloat16* grad
                                float* table_grad, long instances) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     using namespace nvcuda;
-    __shared__ __align__(32) __nv_bfloat16 present_tiles[CELL_MMA_WARPS][CELL_TILE_ROWS * CELL_TILE];
-    __shared__ __align__(32) __nv_bfloat16 grad_tiles[CELL_MMA_WARPS][CELL_TILE * 16];
+    __shared__ __align__(32) __nv_bfloat16 present_tiles[CELL_MMA_WARPS][CELL_TILE_ROWS * CELL_PRESENT_STRIDE];
+    __shared__ __align__(32) __nv_bfloat16 grad_tiles[CELL_MMA_WARPS][CELL_TILE * CELL_GRAD_STRIDE];
     __shared__ float block_sums[CELL_TILE_ROWS * 16];
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32, first_column = blockIdx.y * 16;
     __nv_bfloat16* present = present_tiles[warp];
     __nv_bfloat16* g = grad_tiles[warp];
     for (int i = threadIdx.x; i < CELL_TILE_ROWS * 16; i += blockDim.x) block_sums[i] = 0.0f;
-    for (int i = lane; i < CELL_TILE_ROWS * CELL_TILE / 8; i += 32) ((uint4*)present)[i] = make_uint4(0, 0, 0, 0);
+    for (int i = lane; i < CELL_TILE_ROWS * CELL_PRESENT_STRIDE / 8; i += 32) ((uint4*)present)[i] = make_uint4(0, 0, 0, 0);
     __syncthreads();
     const __nv_bfloat16 one = __float2bfloat16(1.0f), zero = __float2bfloat16(0.0f);
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> sums[CELL_SUBTILES];
@@ -332,31 +336,31 @@ cell_embedding_grad_mma_kernel(const uint8_t* compact, const __nv_bfloat16* grad
         }
 #pragma unroll
         for (int t = 0; t < CELL_MMA_TILES_AT_ONCE; t++) {
-            ((uint4*)g)[2 * lane] = low[t];
-            ((uint4*)g)[2 * lane + 1] = high[t];
+            ((uint4*)(g + lane * CELL_GRAD_STRIDE))[0] = low[t];
+            ((uint4*)(g + lane * CELL_GRAD_STRIDE))[1] = high[t];
             unsigned subtiles = 0;
             for_each_cell_channel(cells[t].bytes(), [&](int channel) {
                 int row = cell_tile_row(channel);
-                present[row * CELL_TILE + lane] = one;
+                present[row * CELL_PRESENT_STRIDE + lane] = one;
                 subtiles |= 1u << (row / 16);
             });
             subtiles = __reduce_or_sync(0xffffffffu, subtiles);
             __syncwarp();
             wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> gradient[CELL_TILE / 16];
 #pragma unroll
-            for (int k = 0; k < CELL_TILE / 16; k++) wmma::load_matrix_sync(gradient[k], g + k * 16 * 16, 16);
+            for (int k = 0; k < CELL_TILE / 16; k++) wmma::load_matrix_sync(gradient[k], g + k * 16 * CELL_GRAD_STRIDE, CELL_GRAD_STRIDE);
 #pragma unroll
             for (int i = 0; i < CELL_SUBTILES; i++) {
                 if (!(subtiles >> i & 1)) continue;
 #pragma unroll
                 for (int k = 0; k < CELL_TILE / 16; k++) {
                     wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> rows;
-                    wmma::load_matrix_sync(rows, present + i * 16 * CELL_TILE + k * 16, CELL_TILE);
+                    wmma::load_matrix_sync(rows, present + i * 16 * CELL_PRESENT_STRIDE + k * 16, CELL_PRESENT_STRIDE);
                     wmma::mma_sync(sums[i], rows, gradient[k], sums[i]);
                 }
             }
             __syncwarp();
-            for_each_cell_channel(cells[t].bytes(), [&](int channel) { present[cell_tile_row(channel) * CELL_TILE + lane] = zero; });
+            for_each_cell_channel(cells[t].bytes(), [&](int channel) { present[cell_tile_row(channel) * CELL_PRESENT_STRIDE + lane] = zero; });
         }
     }
     __syncwarp();

@@ -40,6 +40,7 @@ from pufferlib.pytorch import (
     sample_logits,
     sampling_noise,
     side_stream,
+    top_k_indices,
     torch_dtype,
 )
 
@@ -84,13 +85,13 @@ def prioritized_sample(advantages, num_samples, alpha, beta, generator=None):
     the sampling bias when beta is 1 and is exactly 1 for uniform sampling (alpha = 0). The small
     constant keeps every segment reachable when its advantages are all zero. The draw is the
     Gumbel top-k trick, the same distribution as drawing one by one without replacement, in a few
-    elementwise kernels (torch.multinomial makes the host wait on a GPU). The picks come in no
-    particular order: a minibatch is a set, and sorting them would cost as much as choosing them.
+    elementwise kernels and a top-k (torch.multinomial makes the host wait on a GPU). The picks come
+    in no particular order: a minibatch is a set.
     """
     priority = (advantages.abs().sum(dim=1) + 1e-6).pow(alpha)
     probs = priority / priority.sum()
     uniform = torch.rand(probs.shape, generator=generator, device=probs.device).clamp_(min=1e-20)
-    indices = (probs.log() - (-uniform.log()).log()).topk(num_samples, sorted=False).indices
+    indices = top_k_indices(probs.log() - (-uniform.log()).log(), num_samples)
     weights = (probs.numel() * probs[indices]).pow(-beta)
     return indices, weights.unsqueeze(1)
 

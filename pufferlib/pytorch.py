@@ -11,6 +11,10 @@ try:
     from pufferlib.scan_cuda import linear_scan as linear_scan_chunked
 except ImportError:  # no Triton (a CPU build of torch): every device takes the log-depth scan
     linear_scan_chunked = None
+try:
+    from pufferlib import top_k_cuda
+except ImportError:  # no Triton: every device takes torch.topk
+    top_k_cuda = None
 
 
 def layer_init(layer, std=2**0.5, bias_const=0.0):
@@ -109,6 +113,16 @@ def linear_scan(a, b, h0=None):
     if h0 is None:
         return b
     return a * h0.unsqueeze(1) + b
+
+
+def top_k_indices(values, k):
+    """The indices of the k largest values of a 1-D float tensor, in no particular order. A float32
+    CUDA tensor of up to ``top_k_cuda.MOST_VALUES`` values takes ``pufferlib.top_k_cuda``'s single
+    program, which picks the same values as ``torch.topk``; anything else takes ``torch.topk``."""
+    if top_k_cuda is not None and values.is_cuda and values.dtype == torch.float32 and values.dim() == 1 \
+            and 0 < k <= values.numel() <= top_k_cuda.MOST_VALUES:
+        return top_k_cuda.top_k_indices(values, k)
+    return values.topk(k, sorted=False).indices
 
 
 # Restoring emulated observations inside a model ----------------------------------------------

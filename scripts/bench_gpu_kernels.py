@@ -1,7 +1,7 @@
 """The update's largest custom kernels against what they replace, on one GPU.
 
 Usage: python scripts/bench_gpu_kernels.py [--rows 8192,32768] [--segments 256] [--horizon 128]
-           [--hidden 256] [--advantage-rows 8192] [--widths 16,32]
+           [--hidden 256] [--advantage-rows 8192] [--widths 16,32] [--picks 256]
 
 1. CraftaxCompact's expansion of compact observations into full ones, bf16 as under autocast:
    the tensor code compiled by torch.compile (``expand_with_tensors``) against the GPU env
@@ -14,6 +14,8 @@ Usage: python scripts/bench_gpu_kernels.py [--rows 8192,32768] [--segments 256] 
    (--widths): the shared-memory atomics kernel against the tensor-core one. The library takes
    the tensor cores when the gradient starts on a 16-byte boundary, as torch's allocations do; a
    copy starting 4 bytes later takes the atomics kernel. CraftaxCells' input kernel beside them.
+4. The prioritized draw's top-k: --picks of --advantage-rows segments' keys, ``torch.topk`` against
+   the single Triton program (``pufferlib.top_k_cuda``).
 
 Each figure is the mean of 30 replays of a CUDA graph of the call (captured after 3 warm-up calls),
 timed with CUDA events, the better of two rounds in which the pair alternates.
@@ -25,7 +27,7 @@ import torch
 
 from ocean.craftax import COMPACT_OBS_BYTES, NUM_ACTIONS, gpu
 from ocean.craftax.policy import CraftaxCells, CraftaxCompact
-from pufferlib import scan_cuda
+from pufferlib import scan_cuda, top_k_cuda
 from pufferlib.pytorch import side_stream
 
 
@@ -105,6 +107,15 @@ def bench_cells(rows, width):
     return best["input"], best["atomics"], best["tensor cores"]
 
 
+def bench_top_k(count, k):
+    keys = torch.randn(count, device="cuda")
+    best = alternate({
+        "torch.topk": lambda: keys.topk(k, sorted=False).indices,
+        "program": lambda: top_k_cuda.top_k_indices(keys, k),
+    })
+    return best["torch.topk"], best["program"]
+
+
 def bench_scan(shape):
     a = torch.rand(shape, device="cuda", dtype=torch.bfloat16, requires_grad=True)
     b = torch.randn(shape, device="cuda", dtype=torch.bfloat16, requires_grad=True)
@@ -126,6 +137,7 @@ def main():
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--advantage-rows", type=int, default=8192, help="segments of the whole batch")
     parser.add_argument("--widths", default="16,32", help=f"CraftaxCells' table widths, of {gpu.CELL_WIDTHS}")
+    parser.add_argument("--picks", type=int, default=256, help="segments a minibatch draws")
     args = parser.parse_args()
     widths = [int(width) for width in args.widths.split(",")]
     if any(width not in gpu.CELL_WIDTHS for width in widths):
@@ -150,6 +162,11 @@ def main():
         for width in widths:
             embed, slow, fast = bench_cells(rows, width)
             print(f"| {gpu.CHANNELS} x {width} table | {rows:,} | {width} | {embed:.3f} ms | {slow:.3f} ms | {fast:.3f} ms | {slow / fast:.1f}x |")
+
+    print("\n| top-k | values | torch.topk | single program | ratio |")
+    print("|---|---:|---:|---:|---:|")
+    slow, fast = bench_top_k(args.advantage_rows, args.picks)
+    print(f"| {args.picks} largest | {args.advantage_rows:,} | {slow:.3f} ms | {fast:.3f} ms | {slow / fast:.1f}x |")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from torch.distributions import Categorical
 
 from pufferlib.frameworks import cleanrl
 from pufferlib.models import Convolutional, Default, LSTMWrapper, MinGRU, MinGRUWrapper
-from pufferlib.pytorch import linear_scan, sample_logits, sampling_noise
+from pufferlib.pytorch import linear_scan, sample_logits, sampling_noise, top_k_indices
 
 
 class FakeEnv:
@@ -69,6 +69,33 @@ def test_cuda_linear_scan_matches_a_loop_with_gradients(with_h0):
             torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
             for got_grad, expected_grad in zip(torch.autograd.grad(got, inputs, grad), expected_grads):
                 torch.testing.assert_close(got_grad, expected_grad, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("count,k", [(8192, 256), (1000, 37), (5, 5), (16384, 1)])
+def test_cuda_top_k_picks_what_torch_topk_picks(count, k):
+    """The single-program top-k (pufferlib.top_k_cuda) against torch.topk: on distinct values the
+    same set; on values with ties at the k-th largest, everything above it, then the lowest indices
+    of those equal to it; in both, the indices in increasing order within each group."""
+    if not torch.cuda.is_available():
+        pytest.skip(f"no CUDA GPU visible to torch {torch.__version__}")
+    top_k_cuda = pytest.importorskip("pufferlib.top_k_cuda", reason="needs Triton")
+    generator = torch.Generator(device="cuda").manual_seed(count)
+    distinct = torch.randn(count, generator=generator, device="cuda") * 10.0 ** torch.randint(
+        -30, 30, (count,), generator=generator, device="cuda")
+    picked = top_k_cuda.top_k_indices(distinct, k)
+    kth = distinct.topk(k).values.min()
+    above, equal = (distinct > kth).nonzero().squeeze(1), (distinct == kth).nonzero().squeeze(1)
+    assert equal.numel() == 1 and torch.equal(picked, torch.cat([above, equal]))
+    assert torch.equal(top_k_indices(distinct, k), picked)
+    tied = torch.randint(-3, 3, (count,), generator=generator, device="cuda").float()
+    kth = tied.topk(k).values.min()
+    above, equal = (tied > kth).nonzero().squeeze(1), (tied == kth).nonzero().squeeze(1)
+    assert torch.equal(top_k_cuda.top_k_indices(tied, k), torch.cat([above, equal[: k - above.numel()]]))
+    with pytest.raises(ValueError, match="k <= len"):
+        top_k_cuda.top_k_indices(distinct, count + 1)
+    with pytest.raises(ValueError, match="1-D float32 CUDA"):
+        top_k_cuda.top_k_indices(distinct.double(), k)
 
 
 @pytest.mark.parametrize("kind", ACTION_SPACES)

@@ -119,8 +119,7 @@ def top_k_indices(values, k):
     """The indices of the k largest values of a 1-D float tensor, in no particular order. A float32
     CUDA tensor of up to ``top_k_cuda.MOST_VALUES`` values takes ``pufferlib.top_k_cuda``'s single
     program, which picks the same values as ``torch.topk``; anything else takes ``torch.topk``."""
-    if top_k_cuda is not None and values.is_cuda and values.dtype == torch.float32 and values.dim() == 1 \
-            and 0 < k <= values.numel() <= top_k_cuda.MOST_VALUES:
+    if top_k_cuda is not None and top_k_cuda.serves(values, k):
         return top_k_cuda.top_k_indices(values, k)
     return values.topk(k, sorted=False).indices
 

@@ -39,18 +39,22 @@ def _top_k(values, out, count, K: tl.constexpr, SIZE: tl.constexpr):
     tl.store(out + rank, index.to(tl.int64), mask=keep)
 
 
+def serves(values, k):
+    """Whether ``top_k_indices`` takes these: 1-D float32 values on a CUDA device, at most
+    MOST_VALUES of them, and 0 < k <= their number."""
+    return (values.is_cuda and values.dtype == torch.float32 and values.dim() == 1
+            and 0 < k <= values.numel() <= MOST_VALUES)
+
+
 def top_k_indices(values, k):
-    """The indices ([k] int64) of the k largest of ``values`` (1-D float32 on a CUDA device, at most
-    MOST_VALUES of them, k at most their number), in increasing order of index among those above
-    the k-th largest, then those equal to it; ties at the k-th largest go to the lower indices."""
-    count = values.numel()
-    if values.dim() != 1 or values.dtype != torch.float32 or not values.is_cuda:
-        raise ValueError(f"top_k_indices: values must be a 1-D float32 CUDA tensor, got {list(values.shape)} "
-                         f"{values.dtype} on {values.device}")
-    if not 0 < k <= count <= MOST_VALUES:
-        raise ValueError(f"top_k_indices: need 0 < k <= len(values) <= {MOST_VALUES}, got k={k}, {count} values")
+    """The indices ([k] int64) of the k largest of ``values`` (as ``serves`` says), in increasing
+    order of index among those above the k-th largest, then those equal to it; ties at the k-th
+    largest go to the lower indices."""
+    if not serves(values, k):
+        raise ValueError(f"top_k_indices: needs 1-D float32 CUDA values, at most {MOST_VALUES} of them, and "
+                         f"0 < k <= len(values); got {list(values.shape)} {values.dtype} on {values.device}, k={k}")
     out = torch.empty(k, dtype=torch.int64, device=values.device)
-    size = triton.next_power_of_2(count)
+    size = triton.next_power_of_2(values.numel())
     with torch.cuda.device(values.device):
-        _top_k[(1,)](values.contiguous(), out, count, K=k, SIZE=size, num_warps=max(4, min(16, size // 512)))
+        _top_k[(1,)](values.contiguous(), out, values.numel(), K=k, SIZE=size, num_warps=max(4, min(16, size // 512)))
     return out

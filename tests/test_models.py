@@ -83,14 +83,18 @@ def test_cuda_top_k_picks_what_torch_topk_picks(count, k):
     generator = torch.Generator(device="cuda").manual_seed(count)
     distinct = torch.randn(count, generator=generator, device="cuda") * 10.0 ** torch.randint(
         -30, 30, (count,), generator=generator, device="cuda")
+
+    def above_then_tied(values):
+        """(the indices above torch.topk's k-th largest, those equal to it)"""
+        kth = values.topk(k).values.min()
+        return (values > kth).nonzero().squeeze(1), (values == kth).nonzero().squeeze(1)
+
     picked = top_k_cuda.top_k_indices(distinct, k)
-    kth = distinct.topk(k).values.min()
-    above, equal = (distinct > kth).nonzero().squeeze(1), (distinct == kth).nonzero().squeeze(1)
+    above, equal = above_then_tied(distinct)
     assert equal.numel() == 1 and torch.equal(picked, torch.cat([above, equal]))
     assert torch.equal(top_k_indices(distinct, k), picked)
     tied = torch.randint(-3, 3, (count,), generator=generator, device="cuda").float()
-    kth = tied.topk(k).values.min()
-    above, equal = (tied > kth).nonzero().squeeze(1), (tied == kth).nonzero().squeeze(1)
+    above, equal = above_then_tied(tied)
     assert torch.equal(top_k_cuda.top_k_indices(tied, k), torch.cat([above, equal[: k - above.numel()]]))
     with pytest.raises(ValueError, match="k <= len"):
         top_k_cuda.top_k_indices(distinct, count + 1)

@@ -22,7 +22,7 @@ from torch import nn
 from torch.distributions import Normal
 
 from pufferlib.exceptions import APIUsageError
-from pufferlib.pytorch import Float32Linear, layer_init, linear_scan
+from pufferlib.pytorch import Float32Linear, layer_init, mingru_scan
 
 
 class Policy(nn.Module):
@@ -249,7 +249,7 @@ class MinGRU(nn.Module):
 
     Each layer: z = sigmoid(W_z x), h~ = W_h x, h_t = (1 - z_t) h_{t-1} + z_t h~_t. The gates see only
     the input, so the recurrence is linear in h: training runs it for whole sequences with a
-    parallel scan (``linear_scan``) while acting steps it one token at a time (``step``). Layers
+    parallel scan (``mingru_scan``) while acting steps it one token at a time (``step``). Layers
     after the first are residual. State: [B, num_layers, H].
     """
 
@@ -261,29 +261,23 @@ class MinGRU(nn.Module):
             nn.Linear(input_size if i == 0 else hidden_size, 2 * hidden_size) for i in range(num_layers)
         )
 
-    def _gates(self, layer, x):
-        gate, candidate = layer(x).chunk(2, dim=-1)
-        return torch.sigmoid(gate), candidate
-
     def step(self, x, state):
         """One token: x [B, I], state [B, L, H] -> (output [B, H], new state)."""
         new_state = []
         for i, layer in enumerate(self.layers):
-            z, candidate = self._gates(layer, x)
-            h = state[:, i] + z * (candidate - state[:, i])
+            gate, candidate = layer(x).chunk(2, dim=-1)
+            h = state[:, i] + torch.sigmoid(gate) * (candidate - state[:, i])
             new_state.append(h)
             x = h if i == 0 and x.shape[-1] != self.hidden_size else x + h
         return x, torch.stack(new_state, dim=1)
 
     def forward(self, x, state, resets=None):
         """Whole sequences: x [N, T, I], state [N, L, H], resets [N, T] -> outputs [N, T, H]."""
-        keep = None if resets is None else (~resets).to(x.dtype).unsqueeze(-1)
+        keep = None if resets is None else (~resets).to(x.dtype)
         if keep is not None:
             keep[:, 0] = 1  # step 0's reset is already folded into the stored start state
         for i, layer in enumerate(self.layers):
-            z, candidate = self._gates(layer, x)
-            decay = 1 - z if keep is None else (1 - z) * keep
-            h = linear_scan(decay, z * candidate, state[:, i])
+            h = mingru_scan(layer(x), keep, state[:, i])
             x = h if i == 0 and x.shape[-1] != self.hidden_size else x + h
         return x
 

@@ -9,8 +9,9 @@ from torch.distributions import Normal
 
 try:
     from pufferlib.scan_cuda import linear_scan as linear_scan_chunked
+    from pufferlib.scan_cuda import mingru_scan as mingru_scan_fused
 except ImportError:  # no Triton (a CPU build of torch): every device takes the log-depth scan
-    linear_scan_chunked = None
+    linear_scan_chunked = mingru_scan_fused = None
 try:
     from pufferlib import top_k_cuda
 except ImportError:  # no Triton: every device takes torch.topk
@@ -113,6 +114,21 @@ def linear_scan(a, b, h0=None):
     if h0 is None:
         return b
     return a * h0.unsqueeze(1) + b
+
+
+def mingru_scan(gates, keep=None, h0=None):
+    """MinGRU's recurrence over whole sequences, from its layer's output ``gates`` [N, T, 2H] (the
+    gates' pre-activations, then the candidates): z = sigmoid(gate) and
+    h_t = (1 - z_t) keep_t h_{t-1} + z_t candidate_t. ``keep`` [N, T] is 0 where the state is
+    dropped before a step (None: never); ``h0`` [N, H] the state before step 0 (None: zeros).
+    On a GPU with Triton, ``pufferlib.scan_cuda`` computes the gates inside the scan, in float32,
+    so that they and their gradients never go through memory."""
+    if gates.is_cuda and mingru_scan_fused is not None:
+        return mingru_scan_fused(gates, keep, h0)
+    gate, candidate = gates.chunk(2, dim=-1)
+    z = torch.sigmoid(gate)
+    decay = 1 - z if keep is None else (1 - z) * keep.unsqueeze(-1)
+    return linear_scan(decay, z * candidate, h0)
 
 
 def top_k_indices(values, k):

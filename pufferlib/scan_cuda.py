@@ -8,6 +8,8 @@ next chunk. So a and b are read once and h written once, with the whole chunk's 
 together rather than one step's. (The log-depth scan of ``pufferlib.pytorch.linear_scan`` rewrites
 its [N, T, H] inputs in each of its log2(T) rounds.) Both directions are custom ops, so
 ``torch.compile`` keeps them whole inside a compiled graph and CUDA graphs capture their launches.
+``mingru_scan`` is the same scan with MinGRU's gates computed inside it from its layer's output,
+so that neither the gates nor their gradients go through memory between the layer and the scan.
 Imported only where Triton is (CUDA builds of torch).
 """
 
@@ -36,13 +38,29 @@ def _last_row(tile, CHUNK: tl.constexpr):
 
 
 @triton.jit
-def _scan_forward(a, b, h0, out, steps, features, HAS_H0: tl.constexpr, BLOCK: tl.constexpr, CHUNK: tl.constexpr):
+def _program_chains(h0, features, HAS_H0: tl.constexpr, BLOCK: tl.constexpr, CHUNK: tl.constexpr):
+    """This program's row, its block of features, the steps of a chunk, and its chains' states
+    before step 0 (h0's, else zeros), in float32."""
     row = tl.program_id(0).to(tl.int64)
     feature = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    step = tl.arange(0, CHUNK)
-    h = tl.zeros([BLOCK], dtype=tl.float32)
+    start_state = tl.zeros([BLOCK], dtype=tl.float32)
     if HAS_H0:
-        h = tl.load(h0 + row * features + feature, mask=feature < features, other=0.0).to(tl.float32)
+        start_state = tl.load(h0 + row * features + feature, mask=feature < features, other=0.0).to(tl.float32)
+    return row, feature, tl.arange(0, CHUNK), start_state
+
+
+@triton.jit
+def _scan_chunk(decay, value, carried, step, CHUNK: tl.constexpr):
+    """The states of a chunk's [CHUNK, BLOCK] steps h -> decay h + value, the state carried in
+    entering through its first step; and the state its last step leaves, to carry on."""
+    value = tl.where(step[:, None] == 0, decay * carried[None, :] + value, value)
+    _, states = tl.associative_scan((decay, value), 0, _compose)
+    return states, _last_row(states, CHUNK)
+
+
+@triton.jit
+def _scan_forward(a, b, h0, out, steps, features, HAS_H0: tl.constexpr, BLOCK: tl.constexpr, CHUNK: tl.constexpr):
+    row, feature, step, h = _program_chains(h0, features, HAS_H0, BLOCK, CHUNK)
     for start in range(0, steps, CHUNK):
         t = start + step
         offset = row * steps * features + t[:, None] * features + feature[None, :]
@@ -50,11 +68,8 @@ def _scan_forward(a, b, h0, out, steps, features, HAS_H0: tl.constexpr, BLOCK: t
         # Past the last step: a = 1, b = 0, which keep the state, so the chunk's last row is h_{T-1}.
         decay = tl.load(a + offset, mask=mask, other=1.0).to(tl.float32)
         value = tl.load(b + offset, mask=mask, other=0.0).to(tl.float32)
-        # The state carried in enters through the chunk's first step.
-        value = tl.where(step[:, None] == 0, decay * h[None, :] + value, value)
-        _, states = tl.associative_scan((decay, value), 0, _compose)
+        states, h = _scan_chunk(decay, value, h, step, CHUNK)
         tl.store(out + offset, states.to(out.dtype.element_ty), mask=mask)
-        h = _last_row(states, CHUNK)
 
 
 # The adjoint runs backward in time: dh_t = g_t + a_{t+1} dh_{t+1}; then db_t = dh_t,
@@ -63,14 +78,9 @@ def _scan_forward(a, b, h0, out, steps, features, HAS_H0: tl.constexpr, BLOCK: t
 @triton.jit
 def _scan_backward(a, h, h0, grad, grad_a, grad_b, grad_h0, steps, features, HAS_H0: tl.constexpr, BLOCK: tl.constexpr,
                    CHUNK: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    feature = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    step = tl.arange(0, CHUNK)
+    row, feature, step, start_state = _program_chains(h0, features, HAS_H0, BLOCK, CHUNK)
     first = row * steps * features
     in_feature = feature < features
-    start_state = tl.zeros([BLOCK], dtype=tl.float32)
-    if HAS_H0:
-        start_state = tl.load(h0 + row * features + feature, mask=in_feature, other=0.0).to(tl.float32)
     carry = tl.zeros([BLOCK], dtype=tl.float32)  # dh of the step after the chunk
     chunks = tl.cdiv(steps, CHUNK)
     for c in range(chunks):
@@ -80,24 +90,82 @@ def _scan_backward(a, h, h0, grad, grad_a, grad_b, grad_h0, steps, features, HAS
         # Past the last step g = 0 and a_{t+1} = 0, so dh = 0 there.
         g = tl.load(grad + offset, mask=mask, other=0.0).to(tl.float32)
         decay = tl.load(a + offset + features, mask=(t[:, None] + 1 < steps) & in_feature[None, :], other=0.0).to(tl.float32)
-        g = tl.where(step[:, None] == 0, decay * carry[None, :] + g, g)
-        _, dh = tl.associative_scan((decay, g), 0, _compose)
+        dh, carry = _scan_chunk(decay, g, carry, step, CHUNK)
         tl.store(grad_b + offset, dh.to(grad_b.dtype.element_ty), mask=mask)
         previous = tl.load(h + offset - features, mask=mask & (t[:, None] > 0), other=0.0).to(tl.float32)
         previous = tl.where(t[:, None] == 0, start_state[None, :], previous)
         tl.store(grad_a + offset, (dh * previous).to(grad_a.dtype.element_ty), mask=mask)
-        carry = _last_row(dh, CHUNK)
     if HAS_H0:
         start = row * features + feature
         first_decay = tl.load(a + first + feature, mask=in_feature, other=0.0).to(tl.float32)
         tl.store(grad_h0 + start, (first_decay * carry).to(grad_h0.dtype.element_ty), mask=in_feature)
 
 
-def _launch(a):
+@triton.jit
+def _gated_chunk(gates, keep, row, t, feature, steps, hidden, mask, HAS_KEEP: tl.constexpr):
+    """MinGRU's gates at steps t (a column) for features (a row), from the layer's output [N, T, 2H]
+    (gate pre-activations, then candidates): z, the candidate, the decay (1 - z) * keep and keep,
+    in float32. Outside mask: decay 1 and z 0, a step that keeps the state."""
+    offset = row * steps * 2 * hidden + t[:, None] * 2 * hidden + feature[None, :]
+    z = tl.sigmoid(tl.load(gates + offset, mask=mask, other=0.0).to(tl.float32))
+    z = tl.where(mask, z, 0.0)
+    candidate = tl.load(gates + offset + hidden, mask=mask, other=0.0).to(tl.float32)
+    kept = tl.full(z.shape, 1.0, tl.float32)
+    if HAS_KEEP:
+        kept = kept * tl.load(keep + row * steps + t, mask=t < steps, other=1.0).to(tl.float32)[:, None]
+    return z, candidate, (1.0 - z) * kept, kept
+
+
+@triton.jit
+def _mingru_forward(gates, keep, h0, out, steps, hidden, HAS_H0: tl.constexpr, HAS_KEEP: tl.constexpr,
+                    BLOCK: tl.constexpr, CHUNK: tl.constexpr):
+    row, feature, step, h = _program_chains(h0, hidden, HAS_H0, BLOCK, CHUNK)
+    for start in range(0, steps, CHUNK):
+        t = start + step
+        mask = (t[:, None] < steps) & (feature[None, :] < hidden)
+        z, candidate, decay, _ = _gated_chunk(gates, keep, row, t, feature, steps, hidden, mask, HAS_KEEP)
+        states, h = _scan_chunk(decay, z * candidate, h, step, CHUNK)
+        tl.store(out + row * steps * hidden + t[:, None] * hidden + feature[None, :], states.to(out.dtype.element_ty),
+                 mask=mask)
+
+
+# The adjoint as in _scan_backward, then through the gates: with dh_t and h_{t-1},
+# dz_t = dh_t (candidate_t - keep_t h_{t-1}), d gate_t = dz_t z_t (1 - z_t), d candidate_t = dh_t z_t.
+@triton.jit
+def _mingru_backward(gates, keep, h, h0, grad, grad_gates, grad_h0, steps, hidden, HAS_H0: tl.constexpr,
+                     HAS_KEEP: tl.constexpr, BLOCK: tl.constexpr, CHUNK: tl.constexpr):
+    row, feature, step, start_state = _program_chains(h0, hidden, HAS_H0, BLOCK, CHUNK)
+    in_feature = feature < hidden
+    carry = tl.zeros([BLOCK], dtype=tl.float32)  # dh of the step after the chunk
+    chunks = tl.cdiv(steps, CHUNK)
+    for c in range(chunks):
+        t = (chunks - 1 - c) * CHUNK + CHUNK - 1 - step
+        mask = (t[:, None] < steps) & in_feature[None, :]
+        offset = row * steps * hidden + t[:, None] * hidden + feature[None, :]
+        g = tl.load(grad + offset, mask=mask, other=0.0).to(tl.float32)
+        next_mask = (t[:, None] + 1 < steps) & in_feature[None, :]
+        _, _, next_decay, _ = _gated_chunk(gates, keep, row, t + 1, feature, steps, hidden, next_mask, HAS_KEEP)
+        next_decay = tl.where(next_mask, next_decay, 0.0)
+        dh, carry = _scan_chunk(next_decay, g, carry, step, CHUNK)
+        previous = tl.load(h + offset - hidden, mask=mask & (t[:, None] > 0), other=0.0).to(tl.float32)
+        previous = tl.where(t[:, None] == 0, start_state[None, :], previous)
+        z, candidate, _, kept = _gated_chunk(gates, keep, row, t, feature, steps, hidden, mask, HAS_KEEP)
+        dz = dh * (candidate - kept * previous)
+        gate_offset = row * steps * 2 * hidden + t[:, None] * 2 * hidden + feature[None, :]
+        tl.store(grad_gates + gate_offset, (dz * z * (1.0 - z)).to(grad_gates.dtype.element_ty), mask=mask)
+        tl.store(grad_gates + gate_offset + hidden, (dh * z).to(grad_gates.dtype.element_ty), mask=mask)
+    if HAS_H0:
+        first = tl.full([1], 0, tl.int32)
+        _, _, first_decay, _ = _gated_chunk(gates, keep, row, first, feature, steps, hidden, in_feature[None, :], HAS_KEEP)
+        tl.store(grad_h0 + row * hidden + feature, (tl.sum(first_decay, axis=0) * carry).to(grad_h0.dtype.element_ty),
+                 mask=in_feature)
+
+
+def _launch(rows, steps, features):
     """The grid and the constants for chains [N, T, H]: a program per row and block of features."""
-    block = min(BLOCK, triton.next_power_of_2(a.shape[2]))
-    chunk = max(MIN_CHUNK, min(TILE // block, triton.next_power_of_2(a.shape[1])))
-    return (a.shape[0], triton.cdiv(a.shape[2], block)), dict(BLOCK=block, CHUNK=chunk, num_warps=1)
+    block = min(BLOCK, triton.next_power_of_2(features))
+    chunk = max(MIN_CHUNK, min(TILE // block, triton.next_power_of_2(steps)))
+    return (rows, triton.cdiv(features, block)), dict(BLOCK=block, CHUNK=chunk, num_warps=1)
 
 
 @torch.library.custom_op("pufferlib::linear_scan", mutates_args=())
@@ -107,7 +175,7 @@ def scan(a: torch.Tensor, b: torch.Tensor, h0: torch.Tensor | None) -> torch.Ten
     out = torch.empty(a.shape, dtype=_out_dtype(a, h0), device=a.device)
     start = h0 if h0 is not None else a  # without h0 the kernel does not read it
     with torch.cuda.device_of(a):  # the tensors' GPU, which Triton launches on
-        grid, constants = _launch(a)
+        grid, constants = _launch(*a.shape)
         _scan_forward[grid](a, b, start, out, a.shape[1], a.shape[2], HAS_H0=h0 is not None, **constants)
     return out
 
@@ -125,7 +193,7 @@ def scan_backward(a: torch.Tensor, h: torch.Tensor, h0: torch.Tensor | None, gra
     # Without h0 the kernel touches neither h0 nor its gradient: any tensor stands in for them.
     start, start_grad = (h0, grad_h0) if h0 is not None else (a, grad_a)
     with torch.cuda.device_of(a):  # the tensors' GPU, which Triton launches on
-        grid, constants = _launch(a)
+        grid, constants = _launch(*a.shape)
         _scan_backward[grid](a, h, start, grad, grad_a, grad_b, start_grad, a.shape[1], a.shape[2],
                              HAS_H0=h0 is not None, **constants)
     return [grad_a, grad_b, grad_h0]
@@ -165,3 +233,64 @@ def linear_scan(a, b, h0=None):
     b3 = b.to(dtype).reshape(rows, steps, -1).contiguous()
     start = None if h0 is None else h0.reshape(rows, -1).contiguous()
     return scan(a3, b3, start).reshape(shape)
+
+
+@torch.library.custom_op("pufferlib::mingru_scan", mutates_args=())
+def mingru_scan_op(gates: torch.Tensor, keep: torch.Tensor | None, h0: torch.Tensor | None) -> torch.Tensor:
+    """gates: contiguous [N, T, 2H]; keep: contiguous [N, T] or None; h0: contiguous [N, H] or None.
+    Returns h, [N, T, H] of the dtype of gates and h0 promoted."""
+    rows, steps, hidden = gates.shape[0], gates.shape[1], gates.shape[2] // 2
+    out = torch.empty((rows, steps, hidden), dtype=_out_dtype(gates, h0), device=gates.device)
+    with torch.cuda.device_of(gates):  # the tensors' GPU, which Triton launches on
+        grid, constants = _launch(rows, steps, hidden)
+        # Without keep or h0 the kernel does not read them: gates stands in for them.
+        _mingru_forward[grid](gates, gates if keep is None else keep, gates if h0 is None else h0, out, steps, hidden,
+                              HAS_H0=h0 is not None, HAS_KEEP=keep is not None, **constants)
+    return out
+
+
+@mingru_scan_op.register_fake
+def _(gates, keep, h0):
+    return gates.new_empty((gates.shape[0], gates.shape[1], gates.shape[2] // 2), dtype=_out_dtype(gates, h0))
+
+
+@torch.library.custom_op("pufferlib::mingru_scan_backward", mutates_args=())
+def mingru_scan_backward(gates: torch.Tensor, keep: torch.Tensor | None, h: torch.Tensor, h0: torch.Tensor | None,
+                         grad: torch.Tensor) -> list[torch.Tensor]:
+    grad = grad.contiguous()
+    rows, steps, hidden = h.shape
+    grad_gates = torch.empty_like(gates)
+    grad_h0 = torch.empty_like(h0) if h0 is not None else gates.new_empty(0)
+    with torch.cuda.device_of(gates):
+        grid, constants = _launch(rows, steps, hidden)
+        _mingru_backward[grid](gates, gates if keep is None else keep, h, h if h0 is None else h0, grad, grad_gates,
+                               grad_gates if h0 is None else grad_h0, steps, hidden, HAS_H0=h0 is not None,
+                               HAS_KEEP=keep is not None, **constants)
+    return [grad_gates, grad_h0]
+
+
+@mingru_scan_backward.register_fake
+def _(gates, keep, h, h0, grad):
+    return [torch.empty_like(gates), torch.empty_like(h0) if h0 is not None else gates.new_empty(0)]
+
+
+def _mingru_setup_context(ctx, inputs, output):
+    gates, keep, h0 = inputs
+    ctx.save_for_backward(gates, keep, output, h0)
+    ctx.has_keep, ctx.has_h0 = keep is not None, h0 is not None
+
+
+def _mingru_backward_op(ctx, grad):
+    gates, keep, h, h0 = ctx.saved_tensors
+    grad_gates, grad_h0 = mingru_scan_backward(gates, keep if ctx.has_keep else None, h, h0 if ctx.has_h0 else None, grad)
+    return grad_gates, None, grad_h0 if ctx.has_h0 else None
+
+
+mingru_scan_op.register_autograd(_mingru_backward_op, setup_context=_mingru_setup_context)
+
+
+def mingru_scan(gates, keep=None, h0=None):
+    """``pufferlib.pytorch.mingru_scan`` for CUDA tensors: gates [N, T, 2H], keep [N, T] (or None),
+    h0 [N, H] (or None)."""
+    return mingru_scan_op(gates.contiguous(), None if keep is None else keep.contiguous(),
+                          None if h0 is None else h0.contiguous())

@@ -8,7 +8,7 @@ from torch.distributions import Categorical
 
 from pufferlib.frameworks import cleanrl
 from pufferlib.models import Convolutional, Default, LSTMWrapper, MinGRU, MinGRUWrapper
-from pufferlib.pytorch import linear_scan, sample_logits, sampling_noise, top_k_indices
+from pufferlib.pytorch import linear_scan, mingru_scan, sample_logits, sampling_noise, top_k_indices
 
 
 class FakeEnv:
@@ -38,6 +38,15 @@ def test_linear_scan_matches_a_loop():
         torch.testing.assert_close(linear_scan(a, b, h0), torch.stack(expected, 1), rtol=1e-5, atol=1e-5)
 
 
+def assert_same_values_and_gradients(got, expected, inputs, grad):
+    """got and expected (functions of inputs) equal to float32 rounding, and so their gradients
+    along grad."""
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    got_grads = torch.autograd.grad(got, inputs, grad, retain_graph=True)
+    for got_grad, expected_grad in zip(got_grads, torch.autograd.grad(expected, inputs, grad, retain_graph=True)):
+        torch.testing.assert_close(got_grad, expected_grad, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("with_h0", [False, True])
 def test_cuda_linear_scan_matches_a_loop_with_gradients(with_h0):
@@ -63,12 +72,52 @@ def test_cuda_linear_scan_matches_a_loop_with_gradients(with_h0):
         inputs = [a, b] + ([h0] if with_h0 else [])
         grad = torch.randn(shape, device="cuda")
         expected = loop(a, b, h0)
-        expected_grads = torch.autograd.grad(expected, inputs, grad)
         for scan in (linear_scan, compiled):
-            got = scan(a, b, h0)
-            torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
-            for got_grad, expected_grad in zip(torch.autograd.grad(got, inputs, grad), expected_grads):
-                torch.testing.assert_close(got_grad, expected_grad, rtol=1e-5, atol=1e-5)
+            assert_same_values_and_gradients(scan(a, b, h0), expected, inputs, grad)
+
+
+def mingru_loop(gates, keep, h0):
+    """MinGRU's recurrence one step at a time: the definition mingru_scan is held to."""
+    gate, candidate = gates.chunk(2, dim=-1)
+    z = torch.sigmoid(gate)
+    h, states = torch.zeros_like(candidate[:, 0]) if h0 is None else h0, []
+    for t in range(gates.shape[1]):
+        kept = 1 if keep is None else keep[:, t, None]
+        h = (1 - z[:, t]) * kept * h + z[:, t] * candidate[:, t]
+        states.append(h)
+    return torch.stack(states, 1)
+
+
+def mingru_cases(device):
+    """(gates, keep, h0, the tensors to differentiate, the output's gradient) of several shapes, with
+    and without keep and h0."""
+    generator = torch.Generator().manual_seed(0)
+    for rows, steps, hidden in [(3, 1, 3), (4, 37, 5), (64, 128, 256), (2, 40, 70)]:
+        for with_keep, with_h0 in [(False, False), (True, False), (False, True), (True, True)]:
+            gates = torch.randn(rows, steps, 2 * hidden, generator=generator).to(device).requires_grad_()
+            keep = (torch.rand(rows, steps, generator=generator) > 0.3).float().to(device) if with_keep else None
+            h0 = torch.randn(rows, hidden, generator=generator).to(device).requires_grad_() if with_h0 else None
+            grad = torch.randn(rows, steps, hidden, generator=generator).to(device)
+            yield gates, keep, h0, [gates] + ([h0] if with_h0 else []), grad
+
+
+def test_mingru_scan_matches_a_loop_with_gradients():
+    for gates, keep, h0, inputs, grad in mingru_cases("cpu"):
+        assert_same_values_and_gradients(mingru_scan(gates, keep, h0), mingru_loop(gates, keep, h0), inputs, grad)
+
+
+@pytest.mark.gpu
+def test_cuda_mingru_scan_matches_a_loop_with_gradients():
+    """The fused Triton scan (gates computed inside it) against the loop defining it: values and
+    gradients, float32, eager and compiled."""
+    if not torch.cuda.is_available():
+        pytest.skip(f"no CUDA GPU visible to torch {torch.__version__}")
+    scan_cuda = pytest.importorskip("pufferlib.scan_cuda", reason="needs Triton")
+    compiled = torch.compile(scan_cuda.mingru_scan, fullgraph=True)
+    for gates, keep, h0, inputs, grad in mingru_cases("cuda"):
+        expected = mingru_loop(gates, keep, h0)
+        for scan in (mingru_scan, compiled):
+            assert_same_values_and_gradients(scan(gates, keep, h0), expected, inputs, grad)
 
 
 @pytest.mark.gpu

@@ -33,51 +33,56 @@ CRAFTAX_FN float damage_to_player(const GameState* s, const float* base_damage, 
     return damage_after_defense(damage, defense);
 }
 
-// One mob class's part of attack_mob: hits the first living mob standing at (r, c).
-// Returns whether a mob was hit; *killed tells whether it died.
-#define ATTACK_MOB_CLASS(s, mobs, count, mob_class, r, c, damage, can_get_achievement, killed)           \
-    attack_mob_class(s, (mobs).position[(s)->player_level], (mobs).health[(s)->player_level],                \
-                     (mobs).mask[(s)->player_level], (mobs).type_id[(s)->player_level], count, mob_class, r, c, \
-                     damage, can_get_achievement, killed)
-
-CRAFTAX_FN int attack_mob_class(GameState* s, int32_t (*position)[2], float* health, uint8_t* mask,
-                                const uint8_t* type_id, int count, int mob_class, int r, int c,
-                                const float* damage, int can_get_achievement, int* killed) {
-    *killed = 0;
-    for (int m = 0; m < count; m++) {
-        if (!(mask[m] && position[m][0] == r && position[m][1] == c)) continue;
-        const float* defense = &TABLE(MOB_DEFENSE)[(type_id[m] * 4 + mob_class) * 3];
-        health[m] -= damage_after_defense(damage, defense);
-        if (!(health[m] > 0.0f)) {
-            mask[m] = 0;
-            *killed = 1;
-            if (can_get_achievement) s->achievements[TABLE(MOB_ACHIEVEMENT)[mob_class * 8 + type_id[m]]] = 1;
-        }
-        return 1;
+// The first living mob of a class standing at (r, c), or -1. Every slot is tested, with no early
+// exit, so that the slots' loads do not wait on one another.
+CRAFTAX_FN int mob_slot_at(const int32_t (*position)[2], const uint8_t* mask, int count, int r, int c) {
+    int found = -1;
+    for (int m = count - 1; m >= 0; m--) {
+        int here = (mask[m] != 0) & (position[m][0] == r) & (position[m][1] == c);
+        found = here ? m : found;
     }
-    return 0;
+    return found;
 }
+
+// One mob class's part of attack_mob: damages slot m (none when m < 0). Returns whether it died.
+CRAFTAX_FN int hurt_mob(GameState* s, float* health, uint8_t* mask, const uint8_t* type_id, int m, int mob_class,
+                        const float* damage, int can_get_achievement) {
+    if (m < 0) return 0;
+    const float* defense = &TABLE(MOB_DEFENSE)[(type_id[m] * 4 + mob_class) * 3];
+    health[m] -= damage_after_defense(damage, defense);
+    if (health[m] > 0.0f) return 0;
+    mask[m] = 0;
+    if (can_get_achievement) s->achievements[TABLE(MOB_ACHIEVEMENT)[mob_class * 8 + type_id[m]]] = 1;
+    return 1;
+}
+
+#define HURT_MOB(s, mobs, l, m, mob_class, damage, can_get_achievement) \
+    hurt_mob(s, (mobs).health[l], (mobs).mask[l], (mobs).type_id[l], m, mob_class, damage, can_get_achievement)
 
 // attack_mob: melee, then passive (eaten when can_eat), then ranged mobs at (r, c); a kill clears
 // the mob map cell and a killed monster counts towards clearing the floor. *did_kill may be null.
+// A hit on one class changes nothing the other classes' lookups read, so all three look first.
 CRAFTAX_FN int attack_mob(GameState* s, int r, int c, const float* damage, int can_eat, int* did_kill) {
-    int killed_melee, killed_passive, killed_ranged;
-    int hit = ATTACK_MOB_CLASS(s, s->melee_mobs, MAX_MELEE_MOBS, MOB_MELEE, r, c, damage, 1, &killed_melee);
-    hit |= ATTACK_MOB_CLASS(s, s->passive_mobs, MAX_PASSIVE_MOBS, MOB_PASSIVE, r, c, damage, can_eat, &killed_passive);
+    int l = s->player_level;
+    int melee = mob_slot_at(s->melee_mobs.position[l], s->melee_mobs.mask[l], MAX_MELEE_MOBS, r, c);
+    int passive = mob_slot_at(s->passive_mobs.position[l], s->passive_mobs.mask[l], MAX_PASSIVE_MOBS, r, c);
+    int ranged = mob_slot_at(s->ranged_mobs.position[l], s->ranged_mobs.mask[l], MAX_RANGED_MOBS, r, c);
+    int killed_melee = HURT_MOB(s, s->melee_mobs, l, melee, MOB_MELEE, damage, 1);
+    int killed_passive = HURT_MOB(s, s->passive_mobs, l, passive, MOB_PASSIVE, damage, can_eat);
     if (killed_passive && can_eat) {
         s->player_food = imin(max_food(s), s->player_food + 6);
         s->player_hunger = 0.0f;
     }
-    hit |= ATTACK_MOB_CLASS(s, s->ranged_mobs, MAX_RANGED_MOBS, MOB_RANGED, r, c, damage, 1, &killed_ranged);
+    int killed_ranged = HURT_MOB(s, s->ranged_mobs, l, ranged, MOB_RANGED, damage, 1);
     int killed_monster = killed_melee || killed_ranged;
     int killed = killed_monster || killed_passive;
     if (killed) {
         int cell = map_write_index(r, c);
         if (cell >= 0) level_mobs(s)[cell] = 0;
     }
-    s->monsters_killed[s->player_level] += killed_monster;
+    s->monsters_killed[l] += killed_monster;
     if (did_kill) *did_kill = killed;
-    return hit;
+    return (melee >= 0) | (passive >= 0) | (ranged >= 0);
 }
 
 // spawn_projectile: the first free slot of the floor gets the projectile.

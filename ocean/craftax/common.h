@@ -84,6 +84,26 @@ __device__ static unsigned craftax_stepping_lanes(void) { return craftax_steppin
 CRAFTAX_FN int iclamp(int x, int lo, int hi) { return x < lo ? lo : (x > hi ? hi : x); }
 CRAFTAX_FN float fclampf(float x, float lo, float hi) { return x < lo ? lo : (x > hi ? hi : x); }
 
+// The index of x's lowest set bit (x != 0).
+CRAFTAX_FN int lowest_set_bit(uint64_t x) {
+#ifdef __CUDA_ARCH__
+    return __ffsll((long long)x) - 1;
+#else
+    return __builtin_ctzll(x);
+#endif
+}
+
+// The 32-bit word at p, which is 4-byte aligned (on the GPU one load; memcpy there reads bytes).
+CRAFTAX_FN uint32_t load_word32(const uint8_t* p) {
+#ifdef __CUDA_ARCH__
+    return *(const uint32_t*)p;
+#else
+    uint32_t word;
+    memcpy(&word, p, 4);
+    return word;
+#endif
+}
+
 // Set bits of x (inline bit arithmetic on the host: builds without -mpopcnt would call libgcc).
 CRAFTAX_FN int popcount32(uint32_t x) {
 #ifdef __CUDA_ARCH__

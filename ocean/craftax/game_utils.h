@@ -35,14 +35,16 @@ CRAFTAX_FN int in_bounds(int r, int c) { return r >= 0 && r < MAP_SIZE && c >= 0
 
 CRAFTAX_FN int is_in_solid_block(GameState* s, int r, int c) { return TABLE(SOLID_BLOCK)[block_at(s, r, c)]; }
 
+// The queries below make every load whatever the outcome (reads are clamped to the map), rather
+// than stopping at the first decisive one, so that on the GPU their round trips overlap.
 CRAFTAX_FN int is_in_mob(GameState* s, int r, int c) {
-    return level_mobs(s)[map_read_index(r, c)] || (s->player_position[0] == r && s->player_position[1] == c);
+    return (level_mobs(s)[map_read_index(r, c)] != 0) | ((s->player_position[0] == r) & (s->player_position[1] == c));
 }
 
 // is_position_in_bounds_not_in_mob_not_colliding; collision = (ground, water, lava) flags.
 CRAFTAX_FN int is_free_for(GameState* s, int r, int c, const uint8_t* collision) {
+    uint8_t block = block_at(s, r, c);
     if (!in_bounds(r, c) || is_in_mob(s, r, c)) return 0;
-    uint8_t block = level_map(s)[r * MAP_SIZE + c];
     if (TABLE(SOLID_BLOCK)[block]) return 0;
     int in_water = block == BLOCK_WATER, in_lava = block == BLOCK_LAVA;
     int on_ground = !in_water && !in_lava;
@@ -53,12 +55,13 @@ CRAFTAX_FN int is_free_for(GameState* s, int r, int c, const uint8_t* collision)
 }
 
 CRAFTAX_FN int is_near_block(GameState* s, uint8_t block) {
+    int near = 0;
     for (int k = 0; k < 8; k++) {
         int r = s->player_position[0] + TABLE(CLOSE_BLOCK_DELTAS)[2 * k];
         int c = s->player_position[1] + TABLE(CLOSE_BLOCK_DELTAS)[2 * k + 1];
-        if (in_bounds(r, c) && level_map(s)[r * MAP_SIZE + c] == block) return 1;
+        near |= in_bounds(r, c) & (block_at(s, r, c) == block);
     }
-    return 0;
+    return near;
 }
 
 CRAFTAX_FN int is_fighting_boss(const GameState* s) { return s->player_level == NUM_LEVELS - 1; }

@@ -169,7 +169,7 @@ CRAFTAX_FN void move_mob_projectile(GameState* s, int p) {
     int c = position[1] + s->mob_projectile_directions[l][p][1];
     int pr = s->player_position[0], pc = s->player_position[1];
     int hit_player = alive && ((position[0] == pr && position[1] == pc) || (r == pr && c == pc));
-    int continues = in_bounds(r, c) && !blocks_projectile(s, r, c) && !is_in_mob(s, r, c) && !hit_player;
+    int continues = in_bounds(r, c) & !blocks_projectile(s, r, c) & !is_in_mob(s, r, c) & !hit_player;
     // Projectiles destroy crafting tables and furnaces they fly into.
     uint8_t block = block_at(s, r, c);
     if (alive && (block == BLOCK_FURNACE || block == BLOCK_CRAFTING_TABLE)) {
@@ -315,10 +315,35 @@ static inline uint64_t spawn_row_allowed_sse2(uint64_t block_set, const uint8_t*
 }
 #endif
 
-// Map row r's allowed cells as bits (bit c: column c). Only the row's columns inside the ring
-// min_d2 <= d2 <= max_d2 around the player (pr, pc) are scanned: |dc| up to outer, and, when the
-// inner disc reaches this row, not up to inner. The bits collect in a register rather than being
-// read-modify-written per cell (a store-to-load chain).
+// The same without SSE2 (and on the GPU), four cells per 32-bit word: a map row is 12 aligned
+// words (GameState is 16-byte aligned and its maps' rows 48 bytes), read at once into registers.
+// A byte's test is exact, carry-free arithmetic: 0x80 where the byte is zero.
+CRAFTAX_FN uint32_t zero_bytes(uint32_t w) { return ~(((w & 0x7F7F7F7Fu) + 0x7F7F7F7Fu) | w | 0x7F7F7F7Fu); }
+
+CRAFTAX_FN uint64_t spawn_row_allowed_words(uint64_t block_set, const uint8_t* map_row, const uint8_t* mob_row) {
+    enum { WORDS = MAP_SIZE / 4 };
+    uint32_t blocks[WORDS], on_block[WORDS];
+    for (int k = 0; k < WORDS; k++) {
+        blocks[k] = load_word32(map_row + 4 * k);
+        on_block[k] = 0;
+    }
+    for (uint64_t set = block_set; set; set &= set - 1) {
+        uint32_t block = 0x01010101u * (uint32_t)lowest_set_bit(set);
+        for (int k = 0; k < WORDS; k++) on_block[k] |= zero_bytes(blocks[k] ^ block);
+    }
+    uint64_t allowed = 0;
+    for (int k = 0; k < WORDS; k++) {
+        uint32_t mobs = load_word32(mob_row + 4 * k);
+        // Byte j's flag (bit 7) to bit j of a nibble: the product's byte 3 sums flag j << j.
+        uint32_t flags = (on_block[k] & zero_bytes(mobs)) >> 7;
+        allowed |= (uint64_t)((flags * 0x01020408u) >> 24) << (4 * k);
+    }
+    return allowed;
+}
+
+// Map row r's allowed cells as bits (bit c: column c), kept only inside the ring
+// min_d2 <= d2 <= max_d2 around the player (pr, pc): |dc| up to outer, and, when the inner disc
+// reaches this row, not up to inner.
 CRAFTAX_FN uint64_t spawn_row_bits(const SpawnRule* rule, uint64_t block_set, const uint8_t* map, const uint8_t* mobs,
                                    int r, int pr, int pc) {
     int dr2 = (r - pr) * (r - pr);
@@ -330,6 +355,8 @@ CRAFTAX_FN uint64_t spawn_row_bits(const SpawnRule* rule, uint64_t block_set, co
     const uint8_t* mob_row = mobs + r * MAP_SIZE;
 #ifdef CRAFTAX_SSE2
     uint64_t row_allowed = spawn_row_allowed_sse2(block_set, map_row, mob_row);
+#else
+    uint64_t row_allowed = spawn_row_allowed_words(block_set, map_row, mob_row);
 #endif
     for (int side = 0; side < 2; side++) {
         // side 0: columns pc - outer .. pc - inner - 1; side 1: pc + inner + 1 .. pc + outer
@@ -339,14 +366,7 @@ CRAFTAX_FN uint64_t spawn_row_bits(const SpawnRule* rule, uint64_t block_set, co
         if (inner < 0 && side == 1) first = pc;
         first = imax(first, 0);
         last = imin(last, MAP_SIZE - 1);
-#ifdef CRAFTAX_SSE2
         if (first <= last) row_bits |= row_allowed & ((2ull << last) - (1ull << first));
-#else
-        for (int c = first; c <= last; c++) {
-            uint64_t allowed = (uint64_t)(mob_row[c] == 0) & (block_set >> map_row[c]);
-            row_bits |= allowed << c;
-        }
-#endif
     }
     return row_bits;
 }

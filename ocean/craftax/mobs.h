@@ -161,61 +161,66 @@ CRAFTAX_FN int blocks_projectile(GameState* s, int r, int c) {
     return TABLE(SOLID_BLOCK)[block] && block != BLOCK_WATER;
 }
 
+// Dead projectiles keep flying (their positions are part of the state) and do nothing else.
 CRAFTAX_FN void move_mob_projectile(GameState* s, int p) {
     int l = s->player_level;
     int32_t* position = s->mob_projectiles.position[l][p];
-    int alive = s->mob_projectiles.mask[l][p];
     int r = position[0] + s->mob_projectile_directions[l][p][0];
     int c = position[1] + s->mob_projectile_directions[l][p][1];
-    int pr = s->player_position[0], pc = s->player_position[1];
-    int hit_player = alive && ((position[0] == pr && position[1] == pc) || (r == pr && c == pc));
-    int continues = in_bounds(r, c) & !blocks_projectile(s, r, c) & !is_in_mob(s, r, c) & !hit_player;
-    // Projectiles destroy crafting tables and furnaces they fly into.
-    uint8_t block = block_at(s, r, c);
-    if (alive && (block == BLOCK_FURNACE || block == BLOCK_CRAFTING_TABLE)) {
-        int cell = map_write_index(r, c);
-        if (cell >= 0) level_map(s)[cell] = BLOCK_PATH;
-    }
-    if (hit_player) {
-        int type = s->mob_projectiles.type_id[l][p];
-        s->player_health -= damage_to_player(s, &TABLE(MOB_DAMAGE)[(type * 4 + MOB_PROJECTILE) * 3], 1.0f);
-        s->is_sleeping = 0;
-        s->is_resting = 0;
+    if (s->mob_projectiles.mask[l][p]) {
+        int pr = s->player_position[0], pc = s->player_position[1];
+        int hit_player = (position[0] == pr && position[1] == pc) || (r == pr && c == pc);
+        int continues = in_bounds(r, c) & !blocks_projectile(s, r, c) & !is_in_mob(s, r, c) & !hit_player;
+        // Projectiles destroy crafting tables and furnaces they fly into.
+        uint8_t block = block_at(s, r, c);
+        if (block == BLOCK_FURNACE || block == BLOCK_CRAFTING_TABLE) {
+            int cell = map_write_index(r, c);
+            if (cell >= 0) level_map(s)[cell] = BLOCK_PATH;
+        }
+        if (hit_player) {
+            int type = s->mob_projectiles.type_id[l][p];
+            s->player_health -= damage_to_player(s, &TABLE(MOB_DAMAGE)[(type * 4 + MOB_PROJECTILE) * 3], 1.0f);
+            s->is_sleeping = 0;
+            s->is_resting = 0;
+        }
+        s->mob_projectiles.mask[l][p] = (uint8_t)continues;
     }
     position[0] = r;
     position[1] = c;
-    s->mob_projectiles.mask[l][p] = (uint8_t)(continues && alive);
 }
 
+// A dead projectile's hits are skipped as well: the reference makes them with zero damage, and as
+// every living mob's health is above zero (a mob dies when it falls to zero), they change nothing.
 CRAFTAX_FN void move_player_projectile(GameState* s, int p) {
     int l = s->player_level;
     int32_t* position = s->player_projectiles.position[l][p];
-    int alive = s->player_projectiles.mask[l][p];
-    int type = s->player_projectiles.type_id[l][p];
-    float damage[3];
-    for (int k = 0; k < 3; k++) damage[k] = TABLE(MOB_DAMAGE)[(type * 4 + MOB_PROJECTILE) * 3 + k] * (float)alive;
-    int is_arrow = type == PROJECTILE_ARROW || type == PROJECTILE_ARROW2;
-    if (is_arrow && s->bow_enchantment != 0) damage[s->bow_enchantment] += damage[0] / 2.0f;
-    if (is_arrow) {
-        float dexterity = 1.0f + 0.2f * (float)(s->player_dexterity - 1);
-        for (int k = 0; k < 3; k++) damage[k] *= dexterity;
-    }
-    if (type == PROJECTILE_FIREBALL || type == PROJECTILE_ICEBALL) {
-        float intelligence = 1.0f + 0.5f * (float)(s->player_intelligence - 1);
-        for (int k = 0; k < 3; k++) damage[k] *= intelligence;
-    }
     int r = position[0] + s->player_projectile_directions[l][p][0];
     int c = position[1] + s->player_projectile_directions[l][p][1];
-    int stopped = !in_bounds(r, c) || blocks_projectile(s, r, c);
-    // It hits a mob where it is (one may have walked in) or else where it flies to.
-    int hit = attack_mob(s, position[0], position[1], damage, 0, 0);
-    if (hit) {
-        for (int k = 0; k < 3; k++) damage[k] *= 0.0f;
+    if (s->player_projectiles.mask[l][p]) {
+        int type = s->player_projectiles.type_id[l][p];
+        float damage[3];
+        for (int k = 0; k < 3; k++) damage[k] = TABLE(MOB_DAMAGE)[(type * 4 + MOB_PROJECTILE) * 3 + k];
+        int is_arrow = type == PROJECTILE_ARROW || type == PROJECTILE_ARROW2;
+        if (is_arrow && s->bow_enchantment != 0) damage[s->bow_enchantment] += damage[0] / 2.0f;
+        if (is_arrow) {
+            float dexterity = 1.0f + 0.2f * (float)(s->player_dexterity - 1);
+            for (int k = 0; k < 3; k++) damage[k] *= dexterity;
+        }
+        if (type == PROJECTILE_FIREBALL || type == PROJECTILE_ICEBALL) {
+            float intelligence = 1.0f + 0.5f * (float)(s->player_intelligence - 1);
+            for (int k = 0; k < 3; k++) damage[k] *= intelligence;
+        }
+        int stopped = !in_bounds(r, c) || blocks_projectile(s, r, c);
+        // It hits a mob where it is (one may have walked in) or else where it flies to.
+        int hit = attack_mob(s, position[0], position[1], damage, 0, 0);
+        if (hit) {
+            for (int k = 0; k < 3; k++) damage[k] *= 0.0f;
+        }
+        hit |= attack_mob(s, r, c, damage, 0, 0);
+        s->player_projectiles.mask[l][p] = (uint8_t)(!stopped && !hit);
     }
-    hit |= attack_mob(s, r, c, damage, 0, 0);
     position[0] = r;
     position[1] = c;
-    s->player_projectiles.mask[l][p] = (uint8_t)(!stopped && !hit && alive);
 }
 
 // Prefetches the block and mob map rows around each mob of the floor, alive or not (every mob

@@ -17,9 +17,11 @@
 //     optional VEC_GPU_STEPPING_LANES(unsigned lanes): run by every lane of a warp before any of
 //         them steps, with the mask of the lanes that will (for a game whose lanes cooperate
 //         inside c_step; all of those lanes then reach the same cooperative calls)
-//     optional VEC_GPU_OBSERVE_PARTS (a count n) / c_observe(Env*, int part): the observations are
-//         written after each step and reset by a kernel of their own, one thread per env and part
-//         (0..n-1), the parts of one observation written side by side; c_step and c_reset then
+//     optional VEC_GPU_OBSERVE_PARTS (a count n), VEC_GPU_OBSERVE_BYTES (an env's observation
+//         bytes, whole 32-bit words) / c_observe(Env*, int part, uint8_t* out): the observations
+//         are written after each step and reset by a kernel of their own, one thread per env and
+//         part (0..n-1), the parts of one observation written side by side into out (4-byte
+//         aligned, in shared memory), every byte of it by some part; c_step and c_reset then
 //         leave them unwritten
 // and, for a game whose device reset needs scratch memory (world generation):
 //     #define VEC_GPU_RESET_SCRATCH Type   and a field `Type* reset_scratch` in Env, which the
@@ -87,6 +89,7 @@ typedef struct {
     VecGpuEpisode* episodes;
     uint8_t* ended;  // the env's episode ended this step: its reset is pending
     int* actions;    // the envs' int32 actions (the caller's buffer, bound to the envs)
+    uint8_t* observations;  // the envs' observations, one after another (the caller's buffer)
     double* partial_sums;  // [blocks][VEC_GPU_SUMS], the first stage of the log reduction
     VecGpuReport* report;
     VecGpuReport* report_host;  // pinned
@@ -228,19 +231,32 @@ __global__ void vec_gpu_reset_kernel(VecGpu vec) {
 }
 
 #ifdef VEC_GPU_OBSERVE_PARTS
+// Envs per block of the observation kernel, every part of each in the block. The parts write into
+// shared memory, and the block then copies its envs' observations out word after word: written
+// to global memory directly, each thread's part is words at a stride of their own, and a warp's
+// store touches a sector per lane.
+#define VEC_GPU_OBSERVE_ENVS (VEC_GPU_BLOCK / VEC_GPU_OBSERVE_PARTS)
+static_assert(VEC_GPU_OBSERVE_ENVS >= 1 && VEC_GPU_OBSERVE_BYTES % 4 == 0, "whole words, every part of an env in a block");
+
 __global__ void vec_gpu_observe_kernel(VecGpu vec) {
-    long thread = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (thread >= (long)vec.num_envs * VEC_GPU_OBSERVE_PARTS) return;
-    int i = (int)(thread / VEC_GPU_OBSERVE_PARTS);
-    c_observe(&vec.envs[i], (int)(thread - (long)i * VEC_GPU_OBSERVE_PARTS));
+    __shared__ uint32_t staged[VEC_GPU_OBSERVE_ENVS * VEC_GPU_OBSERVE_BYTES / 4];
+    long first = (long)blockIdx.x * VEC_GPU_OBSERVE_ENVS;
+    int envs = (int)(vec.num_envs - first < VEC_GPU_OBSERVE_ENVS ? vec.num_envs - first : VEC_GPU_OBSERVE_ENVS);
+    int local = threadIdx.x / VEC_GPU_OBSERVE_PARTS;
+    if (local < envs) {
+        c_observe(&vec.envs[first + local], threadIdx.x % VEC_GPU_OBSERVE_PARTS,
+                  (uint8_t*)staged + local * VEC_GPU_OBSERVE_BYTES);
+    }
+    __syncthreads();
+    uint32_t* out = (uint32_t*)(vec.observations + first * VEC_GPU_OBSERVE_BYTES);
+    for (int word = threadIdx.x; word < envs * (VEC_GPU_OBSERVE_BYTES / 4); word += blockDim.x) out[word] = staged[word];
 }
 #endif
 
 // Every env's observation, after its step or reset (VEC_GPU_OBSERVE_PARTS only).
 static cudaError_t vec_gpu_observe(VecGpu* vec, cudaStream_t stream) {
 #ifdef VEC_GPU_OBSERVE_PARTS
-    long threads = (long)vec->num_envs * VEC_GPU_OBSERVE_PARTS;
-    vec_gpu_observe_kernel<<<vec_gpu_blocks(threads, VEC_GPU_BLOCK), VEC_GPU_BLOCK, 0, stream>>>(*vec);
+    vec_gpu_observe_kernel<<<vec_gpu_blocks(vec->num_envs, VEC_GPU_OBSERVE_ENVS), VEC_GPU_BLOCK, 0, stream>>>(*vec);
     return cudaGetLastError();
 #else
     (void)vec;
@@ -339,12 +355,17 @@ static cudaError_t vec_gpu_create(VecGpu** out, Env* host_envs, int num_envs, in
     // The warp hooks run every lane of a warp: whole warps of envs and of reset threads.
     if (num_envs % VEC_GPU_WARP != 0 || reset_scratch_buffers % VEC_GPU_WARP != 0) return cudaErrorInvalidValue;
 #endif
+#ifdef VEC_GPU_OBSERVE_PARTS
+    // The observation kernel copies whole observations of VEC_GPU_OBSERVE_BYTES, 4-byte aligned.
+    if (obs_bytes * agents_per_env != VEC_GPU_OBSERVE_BYTES || ((uintptr_t)observations & 3) != 0) return cudaErrorInvalidValue;
+#endif
     VecGpu* vec = (VecGpu*)calloc(1, sizeof(VecGpu));
     vec->num_envs = num_envs;
     vec->agents_per_env = agents_per_env;
     vec->action_dims = action_dims;
     memcpy(vec->nvec, nvec, sizeof(int) * action_dims);
     vec->actions = actions;
+    vec->observations = (uint8_t*)observations;
     for (int i = 0; i < num_envs; i++) {
         Env* env = &host_envs[i];
         long first = (long)i * agents_per_env;

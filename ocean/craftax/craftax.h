@@ -205,8 +205,9 @@ CRAFTAX_FN void write_env_observation(Craftax* env, int in_step) {
 
 #ifdef CRAFTAX_OBSERVATION_KERNEL
 #define VEC_GPU_OBSERVE_PARTS COMPACT_OBSERVATION_PARTS
-CRAFTAX_FN void c_observe(Craftax* env, int part) {
-    write_compact_observation_part(env->state, (uint8_t*)env->observations, part, env->observation_in_step);
+#define VEC_GPU_OBSERVE_BYTES COMPACT_OBS_BYTES
+CRAFTAX_FN void c_observe(Craftax* env, int part, uint8_t* out) {
+    write_compact_observation_part(env->state, out, part, env->observation_in_step);
 }
 #endif
 

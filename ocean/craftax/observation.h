@@ -40,42 +40,63 @@ CRAFTAX_FN void store_word(uint8_t* out, uint32_t word) {
 #endif
 }
 
-// One mob class's contribution to the lit cells already written, in the reference's scan order.
-// Its scatter writes on_screen at the mob's view position: negative view coordinates wrap (jax
-// index normalisation) and positions still outside the view are dropped, so a hidden mob can
-// clear a visible one's bit. Dark cells stay blank. Only a handful of mobs reach the view, so
-// the bits are read-modify-written in place rather than staged per cell. only_row: the view row
-// whose cells are written (a device thread writes one row), or -1 for all of them.
-CRAFTAX_FN void scatter_mob_class(uint8_t* out, const uint64_t lit[2], const GameState* s, int mob_class, int count,
-                                  const int32_t (*position)[2], const uint8_t* mask, const uint8_t* type_id,
-                                  int only_row) {
-    for (int m = 0; m < count; m++) {
-        int lr = position[m][0] - s->player_position[0] + OBS_ROWS / 2;
-        int lc = position[m][1] - s->player_position[1] + OBS_COLS / 2;
-        int on_screen = lr >= 0 && lr < OBS_ROWS && lc >= 0 && lc < OBS_COLS && mask[m];
-        int r = lr < 0 ? lr + OBS_ROWS : lr;
-        int c = lc < 0 ? lc + OBS_COLS : lc;
-        if (r < 0 || r >= OBS_ROWS || c < 0 || c >= OBS_COLS || (only_row >= 0 && r != only_row)) continue;
-        int cell = r * OBS_COLS + c;
-        if (!(lit[cell >> 6] >> (cell & 63) & 1)) continue;
-        uint8_t bit = (uint8_t)(1u << type_id[m]);
-        uint8_t* bits = out + cell * COMPACT_CELL_BYTES + COMPACT_MOBS + mob_class;
-        *bits = on_screen ? (uint8_t)(*bits | bit) : (uint8_t)(*bits & ~bit);
-    }
+// A mob's part in the reference's scatter of the mob channels over the lit cells already written:
+// the bit of its type is set at its view position when it is on screen and alive, and cleared
+// there otherwise. Negative view coordinates wrap (jax index normalisation) and positions still
+// outside the view are dropped, so a hidden mob can clear a visible one's bit; dark cells stay
+// blank. cell is -1 where nothing is written, and also off only_row (the view row a device thread
+// writes; -1 for all rows).
+typedef struct {
+    int cell;
+    int on_screen;
+    uint8_t bit;
+    uint8_t mob_class;
+} MobMark;
+
+CRAFTAX_FN MobMark mob_mark(const uint64_t lit[2], int pr, int pc, const int32_t* position, uint8_t alive,
+                            uint8_t type, int mob_class, int only_row) {
+    int lr = position[0] - pr + OBS_ROWS / 2;
+    int lc = position[1] - pc + OBS_COLS / 2;
+    int r = lr < 0 ? lr + OBS_ROWS : lr;
+    int c = lc < 0 ? lc + OBS_COLS : lc;
+    int in_view = r >= 0 && r < OBS_ROWS && c >= 0 && c < OBS_COLS && (only_row < 0 || r == only_row);
+    int cell = in_view ? r * OBS_COLS + c : 0;
+    MobMark mark;
+    mark.cell = in_view && (lit[cell >> 6] >> (cell & 63) & 1) ? cell : -1;
+    mark.on_screen = lr >= 0 && lr < OBS_ROWS && lc >= 0 && lc < OBS_COLS && alive;
+    mark.bit = (uint8_t)(1u << type);
+    mark.mob_class = (uint8_t)mob_class;
+    return mark;
 }
 
+#define VIEW_MOB_SLOTS (MAX_MELEE_MOBS + MAX_PASSIVE_MOBS + MAX_RANGED_MOBS + MAX_MOB_PROJECTILES + MAX_PLAYER_PROJECTILES)
+#define MARK_MOB_CLASS(marks, n, mobs, count, mob_class)                                                           \
+    for (int m = 0; m < (count); m++) {                                                                           \
+        (marks)[(n)++] = mob_mark(lit, pr, pc, (mobs).position[l][m], (mobs).mask[l][m], (mobs).type_id[l][m],   \
+                                  mob_class, only_row);                                                           \
+    }
+
+// Every mob's mark is worked out before any is written, so that the mobs' loads are in flight
+// together (the output may alias the state as far as the compiler knows); the marks are then
+// written in the reference's scan order. Only a handful reach the view, so their bits are
+// read-modify-written in place.
 CRAFTAX_FN void scatter_mobs(uint8_t* out, const uint64_t lit[2], const GameState* s, int only_row) {
-    int l = s->player_level;
-    scatter_mob_class(out, lit, s, 0, MAX_MELEE_MOBS, s->melee_mobs.position[l], s->melee_mobs.mask[l],
-                      s->melee_mobs.type_id[l], only_row);
-    scatter_mob_class(out, lit, s, 1, MAX_PASSIVE_MOBS, s->passive_mobs.position[l], s->passive_mobs.mask[l],
-                      s->passive_mobs.type_id[l], only_row);
-    scatter_mob_class(out, lit, s, 2, MAX_RANGED_MOBS, s->ranged_mobs.position[l], s->ranged_mobs.mask[l],
-                      s->ranged_mobs.type_id[l], only_row);
-    scatter_mob_class(out, lit, s, 3, MAX_MOB_PROJECTILES, s->mob_projectiles.position[l], s->mob_projectiles.mask[l],
-                      s->mob_projectiles.type_id[l], only_row);
-    scatter_mob_class(out, lit, s, 4, MAX_PLAYER_PROJECTILES, s->player_projectiles.position[l],
-                      s->player_projectiles.mask[l], s->player_projectiles.type_id[l], only_row);
+    int l = s->player_level, pr = s->player_position[0], pc = s->player_position[1];
+    MobMark marks[VIEW_MOB_SLOTS];
+    int n = 0;
+    MARK_MOB_CLASS(marks, n, s->melee_mobs, MAX_MELEE_MOBS, 0)
+    MARK_MOB_CLASS(marks, n, s->passive_mobs, MAX_PASSIVE_MOBS, 1)
+    MARK_MOB_CLASS(marks, n, s->ranged_mobs, MAX_RANGED_MOBS, 2)
+    MARK_MOB_CLASS(marks, n, s->mob_projectiles, MAX_MOB_PROJECTILES, 3)
+    MARK_MOB_CLASS(marks, n, s->player_projectiles, MAX_PLAYER_PROJECTILES, 4)
+#ifdef __CUDA_ARCH__
+#pragma unroll
+#endif
+    for (int k = 0; k < VIEW_MOB_SLOTS; k++) {
+        if (marks[k].cell < 0) continue;
+        uint8_t* bits = out + marks[k].cell * COMPACT_CELL_BYTES + COMPACT_MOBS + marks[k].mob_class;
+        *bits = marks[k].on_screen ? (uint8_t)(*bits | marks[k].bit) : (uint8_t)(*bits & ~marks[k].bit);
+    }
 }
 
 // Prefetches the map and item rows under the view, and its lit bits (see CRAFTAX_PREFETCH).

@@ -237,6 +237,7 @@ __global__ void vec_gpu_reset_kernel(VecGpu vec) {
 // store touches a sector per lane.
 #define VEC_GPU_OBSERVE_ENVS (VEC_GPU_BLOCK / VEC_GPU_OBSERVE_PARTS)
 static_assert(VEC_GPU_OBSERVE_ENVS >= 1 && VEC_GPU_OBSERVE_BYTES % 4 == 0, "whole words, every part of an env in a block");
+static_assert(VEC_GPU_OBSERVE_ENVS * VEC_GPU_OBSERVE_BYTES <= 48 * 1024, "a block's observations fit its static shared memory");
 
 __global__ void vec_gpu_observe_kernel(VecGpu vec) {
     __shared__ uint32_t staged[VEC_GPU_OBSERVE_ENVS * VEC_GPU_OBSERVE_BYTES / 4];

@@ -306,7 +306,7 @@ static inline uint64_t spawn_row_allowed_sse2(uint64_t block_set, const uint8_t*
         on_block[chunk] = _mm_setzero_si128();
     }
     for (uint64_t set = block_set; set; set &= set - 1) {
-        __m128i block = _mm_set1_epi8((char)__builtin_ctzll(set));
+        __m128i block = _mm_set1_epi8((char)lowest_set_bit(set));
         for (int chunk = 0; chunk < CHUNKS; chunk++) {
             on_block[chunk] = _mm_or_si128(on_block[chunk], _mm_cmpeq_epi8(blocks[chunk], block));
         }

@@ -69,12 +69,14 @@ CRAFTAX_FN MobMark mob_mark(const uint64_t lit[2], int pr, int pc, const int32_t
     return mark;
 }
 
+// The marks of one mob class's count slots, into marks[n ...]; returns the next free index.
+CRAFTAX_FN int mark_mob_class(MobMark* marks, int n, const uint64_t lit[2], int pr, int pc, const int32_t (*position)[2],
+                              const uint8_t* mask, const uint8_t* type_id, int count, int mob_class, int only_row) {
+    for (int m = 0; m < count; m++) marks[n + m] = mob_mark(lit, pr, pc, position[m], mask[m], type_id[m], mob_class, only_row);
+    return n + count;
+}
+
 #define VIEW_MOB_SLOTS (MAX_MELEE_MOBS + MAX_PASSIVE_MOBS + MAX_RANGED_MOBS + MAX_MOB_PROJECTILES + MAX_PLAYER_PROJECTILES)
-#define MARK_MOB_CLASS(marks, n, mobs, count, mob_class)                                                           \
-    for (int m = 0; m < (count); m++) {                                                                           \
-        (marks)[(n)++] = mob_mark(lit, pr, pc, (mobs).position[l][m], (mobs).mask[l][m], (mobs).type_id[l][m],   \
-                                  mob_class, only_row);                                                           \
-    }
 
 // Every mob's mark is worked out before any is written, so that the mobs' loads are in flight
 // together (the output may alias the state as far as the compiler knows); the marks are then
@@ -83,12 +85,16 @@ CRAFTAX_FN MobMark mob_mark(const uint64_t lit[2], int pr, int pc, const int32_t
 CRAFTAX_FN void scatter_mobs(uint8_t* out, const uint64_t lit[2], const GameState* s, int only_row) {
     int l = s->player_level, pr = s->player_position[0], pc = s->player_position[1];
     MobMark marks[VIEW_MOB_SLOTS];
-    int n = 0;
-    MARK_MOB_CLASS(marks, n, s->melee_mobs, MAX_MELEE_MOBS, 0)
-    MARK_MOB_CLASS(marks, n, s->passive_mobs, MAX_PASSIVE_MOBS, 1)
-    MARK_MOB_CLASS(marks, n, s->ranged_mobs, MAX_RANGED_MOBS, 2)
-    MARK_MOB_CLASS(marks, n, s->mob_projectiles, MAX_MOB_PROJECTILES, 3)
-    MARK_MOB_CLASS(marks, n, s->player_projectiles, MAX_PLAYER_PROJECTILES, 4)
+    int n = mark_mob_class(marks, 0, lit, pr, pc, s->melee_mobs.position[l], s->melee_mobs.mask[l],
+                           s->melee_mobs.type_id[l], MAX_MELEE_MOBS, 0, only_row);
+    n = mark_mob_class(marks, n, lit, pr, pc, s->passive_mobs.position[l], s->passive_mobs.mask[l],
+                       s->passive_mobs.type_id[l], MAX_PASSIVE_MOBS, 1, only_row);
+    n = mark_mob_class(marks, n, lit, pr, pc, s->ranged_mobs.position[l], s->ranged_mobs.mask[l],
+                       s->ranged_mobs.type_id[l], MAX_RANGED_MOBS, 2, only_row);
+    n = mark_mob_class(marks, n, lit, pr, pc, s->mob_projectiles.position[l], s->mob_projectiles.mask[l],
+                       s->mob_projectiles.type_id[l], MAX_MOB_PROJECTILES, 3, only_row);
+    mark_mob_class(marks, n, lit, pr, pc, s->player_projectiles.position[l], s->player_projectiles.mask[l],
+                   s->player_projectiles.type_id[l], MAX_PLAYER_PROJECTILES, 4, only_row);
 #ifdef __CUDA_ARCH__
 #pragma unroll
 #endif

@@ -9,8 +9,12 @@
 //         rng (uint64_t), log (Log, floats only)
 //     void c_reset(Env*)   start an episode: write observations only
 //     int  c_step(Env*)    apply actions; write rewards, terminals, truncations; 1 when it ended
-//     optional VEC_PREPARE_BATCH / c_prepare(Env*, int count): called with count 1, each thread
-//         preparing its own env just before stepping it
+//     optional VEC_PREPARE_BATCH / c_prepare(Env*, int count), with VEC_GPU_PREPARED naming the
+//         one Env field it writes (whole 8-byte words): called with count 1 for every env before
+//         each step, by a kernel of its own, one thread per env with every lane of its warps busy
+//         (the step kernel's warps leave lanes idle); it may run for an env that is then not
+//         stepped (its action was out of range), so it only computes, from what the last step or
+//         reset left, what the next c_step reads
 //     optional VEC_GPU_WARP_RESET / c_reset_warp(Env*, int resetting): replaces c_reset in the
 //         reset kernel, called by every lane of a warp in which some env resets, each lane saying
 //         whether its own does (for a game whose lanes share the work of a reset)
@@ -48,12 +52,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef VEC_PREPARE_BATCH
-#define VEC_PREPARE_BATCH 1
-__host__ __device__ static inline void c_prepare(Env* envs, int count) {
-    (void)envs;
-    (void)count;
-}
+#ifdef VEC_PREPARE_BATCH
+#ifndef VEC_GPU_PREPARED
+#error "a game with c_prepare names the one Env field it writes: #define VEC_GPU_PREPARED field"
+#endif
+#define VEC_GPU_PREPARE
 #endif
 
 static_assert(sizeof(Log) % sizeof(float) == 0, "Log must hold floats only");
@@ -178,7 +181,6 @@ __global__ void __launch_bounds__(VEC_GPU_BLOCK, VEC_GPU_STEP_BLOCKS_PER_SM) vec
         }
         return;
     }
-    c_prepare(env, 1);
     int done = c_step(env);
     VecGpuEpisode* episode = &vec.episodes[i];
     float reward = 0.0f;
@@ -194,6 +196,33 @@ __global__ void __launch_bounds__(VEC_GPU_BLOCK, VEC_GPU_STEP_BLOCKS_PER_SM) vec
         vec.ended[i] = 1;
     }
 }
+
+#ifdef VEC_GPU_PREPARE
+// c_prepare runs on a copy of the env; the field it writes goes through shared memory, and each
+// warp stores its envs' fields in 8-byte words side by side. Stored by each thread at its own
+// env's stride, every word of the field would be a store touching a sector per lane.
+__global__ void __launch_bounds__(VEC_GPU_BLOCK) vec_gpu_prepare_kernel(VecGpu vec) {
+    typedef decltype(((Env*)0)->VEC_GPU_PREPARED) Prepared;
+    enum { WORDS = sizeof(Prepared) / sizeof(uint2), FIELD = offsetof(Env, VEC_GPU_PREPARED) };
+    static_assert(sizeof(Prepared) % sizeof(uint2) == 0 && FIELD % sizeof(uint2) == 0 && sizeof(Env) % sizeof(uint2) == 0,
+                  "the prepared field is whole 8-byte words, 8-byte aligned in every env");
+    // A row of WORDS + 1 words: neighbouring threads' rows start in different banks.
+    __shared__ uint2 staged[VEC_GPU_BLOCK][WORDS + 1];
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < vec.num_envs) {
+        Env env = vec.envs[i];
+        c_prepare(&env, 1);
+        memcpy(staged[threadIdx.x], &env.VEC_GPU_PREPARED, sizeof(Prepared));
+    }
+    __syncwarp();
+    int lane = threadIdx.x % VEC_GPU_WARP, warp_first = threadIdx.x - lane;
+    long warp_env = (long)blockIdx.x * blockDim.x + warp_first;
+    for (int v = lane; v < VEC_GPU_WARP * WORDS; v += VEC_GPU_WARP) {
+        int e = v / WORDS, w = v % WORDS;
+        if (warp_env + e < vec.num_envs) ((uint2*)((char*)&vec.envs[warp_env + e] + FIELD))[w] = staged[warp_first + e][w];
+    }
+}
+#endif
 
 // Resets the envs whose episode ended; with scratch, each thread lends its buffer in turn to the
 // envs i, i + reset_threads, ... With VEC_GPU_WARP_RESET every lane of a warp whose envs are due a
@@ -420,6 +449,10 @@ static cudaError_t vec_gpu_reset(VecGpu* vec, uint64_t seed, cudaStream_t stream
 
 // actions: device, num_envs * agents_per_env * action_dims values, int64 when actions_are_int64.
 static cudaError_t vec_gpu_step(VecGpu* vec, const void* actions, int actions_are_int64, cudaStream_t stream) {
+#ifdef VEC_GPU_PREPARE
+    vec_gpu_prepare_kernel<<<vec_gpu_blocks(vec->num_envs, VEC_GPU_BLOCK), VEC_GPU_BLOCK, 0, stream>>>(*vec);
+    VEC_GPU_CHECK(cudaGetLastError());
+#endif
     unsigned blocks = vec_gpu_blocks(vec_gpu_step_threads(vec), vec->step_block);
     if (actions_are_int64) {
         vec_gpu_step_kernel<long long><<<blocks, vec->step_block, 0, stream>>>(*vec, (const long long*)actions);

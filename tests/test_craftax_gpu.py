@@ -258,6 +258,29 @@ def test_out_of_range_action_is_reported_at_sync(torch):
 
 
 @pytest.mark.gpu
+def test_rejected_step_leaves_the_envs_as_they_were(torch):
+    # Every env is prepared for its next step before the actions are checked; a batch with an
+    # action out of range steps no env, and what follows it is what would have followed without it.
+    rejecting, plain = (gpu.CraftaxCompactGPU(256, reset_pool_size=16) for _ in range(2))
+    rejecting.gpu_reset(3)
+    plain.gpu_reset(3)
+    generator = torch.Generator(device=plain.device).manual_seed(0)
+    for step in range(300):
+        if step == 150:
+            rejecting.gpu_step(torch.full((256,), -1, dtype=torch.int32, device=plain.device))
+            with pytest.raises(ValueError, match="action -1 for agent 0"):
+                rejecting.gpu_sync_logs()
+        actions = torch.randint(0, craftax.NUM_ACTIONS, (256,), device=plain.device, generator=generator)
+        rejecting.gpu_step(actions)
+        plain.gpu_step(actions)
+        for name in ("observations", "rewards", "terminals", "truncations"):
+            assert torch.equal(getattr(rejecting, name), getattr(plain, name)), f"step {step}: {name}"
+    assert plain.gpu_sync_logs()["episodes"] > 0  # episodes ended: resets were prepared for too
+    rejecting.close()
+    plain.close()
+
+
+@pytest.mark.gpu
 def test_puffer_surface_render_and_close(torch):
     env = gpu.CraftaxCompactGPU(32, reset_pool_size=4, log_interval=1)
     observations, infos = env.reset(seed=3)

@@ -99,6 +99,13 @@ CRAFTAX_STATIC_ASSERT(offsetof(Log, enchant_armour) - offsetof(Log, collect_wood
                           offsetof(Log, defeat_archer) - offsetof(Log, collect_wood) == 66 * sizeof(float),
                       "Log holds one float per achievement, in Achievement order");
 
+// What c_prepare works out for an env's next step from its key chain alone.
+typedef struct {
+    StepDraws draws;  // the step's random numbers
+    Key next_key;     // the key chain after the step
+    Key reset_key;    // the step's reset key, used if it ends the episode
+} PreparedStep;
+
 typedef struct {
     void* observations;  // float[OBS_SIZE] or, compact, uint8[COMPACT_OBS_BYTES] per env
     int* actions;
@@ -111,11 +118,9 @@ typedef struct {
     int reset_pool_size;
     const GameState* reset_pool;  // shared by every env, read-only
     GameState* state;
-    Key key;        // the env's key chain
-    StepDraws draws;  // the next step's random numbers, drawn by c_prepare
-    Key next_key;     // the key chain after the next step
-    Key step_reset_key;  // the next step's reset key, used if it ends the episode
-    int has_reset_key;   // the step that ended the episode left step_reset_key for c_reset
+    Key key;  // the env's key chain
+    PreparedStep prepared;  // written by c_prepare alone (the device vecenv's VEC_GPU_PREPARED)
+    int has_reset_key;   // the step that ended the episode left prepared.reset_key for c_reset
     int deepest_floor;
     int played_action;  // the action the last step played (noop while sleeping or resting), -1 before one
     int observation_in_step;  // CRAFTAX_OBSERVATION_KERNEL: tenth()'s in_step for c_observe
@@ -216,7 +221,7 @@ CRAFTAX_FN Key start_reset(Craftax* env) {
     env->played_action = -1;
     if (env->has_reset_key) {
         env->has_reset_key = 0;
-        return env->step_reset_key;
+        return env->prepared.reset_key;
     }
     Key root = key_from_seed(env->rng);
     env->key = key_split_at(root, 0);
@@ -290,7 +295,9 @@ CRAFTAX_FN void log_episode(Craftax* env) {
 
 // The vecenv prepares envs in batches of KEY_LANES before stepping them: their step keys
 // split side by side, one SIMD lane per env, and every draw of their steps made (draws.h).
+// c_prepare writes `prepared` only, which the device vecenv stores for a warp's envs together.
 #define VEC_PREPARE_BATCH KEY_LANES
+#define VEC_GPU_PREPARED prepared
 
 // Each step splits (rng, step_key) = split(rng); the auto-resetting env steps with
 // split(step_key)[0] and would reset with split(step_key)[1].
@@ -304,18 +311,18 @@ CRAFTAX_FN void c_prepare(Craftax* envs, int count) {
     StepDraws draws[KEY_LANES];
     draw_step_lanes(&step_rng, draws);
     for (int l = 0; l < count; l++) {
-        envs[l].draws = draws[l];
-        envs[l].next_key = lane_key(&next, l);
-        envs[l].step_reset_key = lane_key(&reset, l);
+        envs[l].prepared.draws = draws[l];
+        envs[l].prepared.next_key = lane_key(&next, l);
+        envs[l].prepared.reset_key = lane_key(&reset, l);
     }
 }
 
 CRAFTAX_FN int c_step(Craftax* env) {
     GameState* s = env->state;
-    env->key = env->next_key;
+    env->key = env->prepared.next_key;
     // craftax_step ignores the action of a sleeping or resting player; the renderer shows what it played.
     env->played_action = s->is_sleeping || s->is_resting ? ACTION_NOOP : env->actions[0];
-    env->rewards[0] = craftax_step(&env->draws, s, env->actions[0]);
+    env->rewards[0] = craftax_step(&env->prepared.draws, s, env->actions[0]);
     if (s->player_level > env->deepest_floor) env->deepest_floor = s->player_level;
     int died_or_won = s->player_health <= 0.0f || has_beaten_boss(s);
     int out_of_time = s->timestep >= MAX_TIMESTEPS;

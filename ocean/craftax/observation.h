@@ -238,13 +238,35 @@ CRAFTAX_FN uint32_t write_compact_view_row(const GameState* s, uint8_t* out, int
 #endif
     uint32_t ids[OBS_COLS];  // block and item id, bytes 0 and 1 of the cell
 #ifdef __CUDA_ARCH__
+    // The row's map and item bytes as the four aligned words of each that hold them, shifted so
+    // that byte c of the words is column c: eight loads, not twenty-two. Words before the map row
+    // hold dark columns only and are not read; words past its end read into the next row or the
+    // next map of GameState, and their columns are dark too.
+    CRAFTAX_STATIC_ASSERT(OBS_COLS <= 13 && MAP_SIZE % 4 == 0, "a view row's bytes fit four aligned words");
+    int first_word = left & ~3;
+    uint32_t shift = (uint32_t)(left - first_word) * 8u;
+    uint32_t map_words[5], item_words[5];
 #pragma unroll
-#endif
+    for (int k = 0; k < 4; k++) {
+        int offset = first_word + 4 * k;
+        map_words[k] = offset >= 0 ? load_word32(map + offset) : 0u;
+        item_words[k] = offset >= 0 ? load_word32(items + offset) : 0u;
+    }
+    map_words[4] = item_words[4] = 0u;
+#pragma unroll
+    for (int c = 0; c < OBS_COLS; c++) {
+        int k = c / 4, byte = 8 * (c % 4);
+        uint32_t block = __funnelshift_r(map_words[k], map_words[k + 1], shift) >> byte & 0xFFu;
+        uint32_t item = __funnelshift_r(item_words[k], item_words[k + 1], shift) >> byte & 0xFFu;
+        ids[c] = row_lit >> c & 1 ? block | item << 8 : 0u;
+    }
+#else
     for (int c = 0; c < OBS_COLS; c++) {
         int is_lit = row_lit >> c & 1;
         int column = is_lit ? left + c : 0;
         ids[c] = is_lit ? (uint32_t)map[column] | (uint32_t)items[column] << 8 : 0u;
     }
+#endif
 #ifdef __CUDA_ARCH__
 #pragma unroll
 #endif

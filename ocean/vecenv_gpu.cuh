@@ -52,11 +52,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef VEC_PREPARE_BATCH
-#ifndef VEC_GPU_PREPARED
+#if defined(VEC_PREPARE_BATCH) && !defined(VEC_GPU_PREPARED)
 #error "a game with c_prepare names the one Env field it writes: #define VEC_GPU_PREPARED field"
-#endif
-#define VEC_GPU_PREPARE
 #endif
 
 static_assert(sizeof(Log) % sizeof(float) == 0, "Log must hold floats only");
@@ -197,7 +194,7 @@ __global__ void __launch_bounds__(VEC_GPU_BLOCK, VEC_GPU_STEP_BLOCKS_PER_SM) vec
     }
 }
 
-#ifdef VEC_GPU_PREPARE
+#ifdef VEC_GPU_PREPARED
 // c_prepare runs on a copy of the env; the field it writes goes through shared memory, and each
 // warp stores its envs' fields in 8-byte words side by side. Stored by each thread at its own
 // env's stride, every word of the field would be a store touching a sector per lane.
@@ -449,7 +446,7 @@ static cudaError_t vec_gpu_reset(VecGpu* vec, uint64_t seed, cudaStream_t stream
 
 // actions: device, num_envs * agents_per_env * action_dims values, int64 when actions_are_int64.
 static cudaError_t vec_gpu_step(VecGpu* vec, const void* actions, int actions_are_int64, cudaStream_t stream) {
-#ifdef VEC_GPU_PREPARE
+#ifdef VEC_GPU_PREPARED
     vec_gpu_prepare_kernel<<<vec_gpu_blocks(vec->num_envs, VEC_GPU_BLOCK), VEC_GPU_BLOCK, 0, stream>>>(*vec);
     VEC_GPU_CHECK(cudaGetLastError());
 #endif

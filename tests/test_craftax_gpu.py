@@ -164,6 +164,32 @@ def assert_parity(torch, num_envs, steps, pool_size, compact, envs_per_warp=None
 
 
 @pytest.mark.gpu
+def test_torches_on_worlds_reset_from_the_pool_match_the_cpu_env(torch, monkeypatch):
+    """A pool reset on the device leaves an env's light maps in the pool world until it places a
+    torch. Every pool world here starts with torches in hand, so random play places them early in
+    its episodes, over light maps that must then be the world's own; the states read back from the
+    device, borrowed light maps included, equal the CPU env's field for field."""
+    pool = craftax.reset_pool(64, 7, os.cpu_count() or 1).copy()
+    for world in pool.reshape(64, binding.STATE_BYTES):
+        binding.state_fields(world)["inventory.torches"][:] = 50
+    monkeypatch.setattr(craftax, "reset_pool", lambda size, seed, num_threads: pool)
+    monkeypatch.setattr(gpu, "reset_pool", lambda size, seed, num_threads: pool)
+    cpu_env, gpu_env = make_pair(256, True, 64, seed=11)
+    rng = np.random.default_rng(11)
+    for step in range(1, 301):
+        actions = action_stream(rng, 256)
+        cpu_env.step(actions)
+        gpu_env.gpu_step(torch.from_numpy(actions).to(gpu_env.device))
+        assert_same(cpu_env, gpu_env, step)
+    for index in range(256):
+        host, device = cpu_env.state(index), gpu_env.state(index)
+        for name in host:
+            assert np.array_equal(host[name], device[name]), f"env {index}: {name}"
+    logs = gpu_env.gpu_sync_logs()
+    assert logs is not None and logs["place_torch"] > 0, "no torch after a pool reset: the borrowed light maps went unchecked"
+    gpu_env.close()
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("pool_size", [0, 32])
 def test_logs_equal_cpu_logs(torch, pool_size):
     cpu_env, gpu_env = make_pair(512, True, pool_size, seed=5)

@@ -57,9 +57,15 @@ class Craftax(OceanEnv):
         else:
             self.single_observation_space = gymnasium.spaces.Box(0.0, 1.0, (OBS_SIZE,), np.float32)
         self.single_action_space = gymnasium.spaces.Discrete(NUM_ACTIONS)
-        states = binding.StateBuffer(check_int(self.name, "num_envs", num_envs, 1))
-        super().__init__(num_envs, num_threads=num_threads, compact=int(self.compact), states=states,
+        self._states = binding.StateBuffer(check_int(self.name, "num_envs", num_envs, 1))
+        super().__init__(num_envs, num_threads=num_threads, compact=int(self.compact), states=self._states,
                          reset_pool=pool, **kwargs)
+
+    def state(self, index=0):
+        """Env ``index``'s game state, copied, as {reference field name: numpy array}."""
+        index = check_int(self.name, "state index", index, 0, self.num_envs - 1)
+        states = self._states.states.reshape(self.num_envs, binding.STATE_BYTES)
+        return binding.state_fields(states[index].copy())
 
     @classmethod
     def memory_per_env(cls, compact=None):

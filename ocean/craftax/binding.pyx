@@ -59,6 +59,7 @@ cdef extern from "state_view.h":
     const char* state_field_name(int field)
     int state_field_size(int field)
     char state_field_kind(int field)
+    size_t state_field_offset(int field)
     const void* state_field_data(const GameState* s, int field)
 
 cdef Key as_key(key) except *:
@@ -373,6 +374,22 @@ cdef int configure(Env* env, dict params) except -1:
 
 
 include "vecenv.pxi"
+
+
+def state_fields(state):
+    """Every field of a game state held as STATE_BYTES bytes (a reset pool world, a state copied
+    from an env) as {reference name: numpy view of those bytes}: writing a view edits the bytes."""
+    data = np.asarray(state)
+    if data.dtype != np.uint8 or data.ndim != 1 or data.shape[0] != sizeof(GameState):
+        raise ValueError(f"a game state is {sizeof(GameState)} uint8 bytes in one dimension, got {data.dtype} {data.shape}")
+    out = {}
+    cdef int f
+    cdef size_t offset
+    for f in range(state_field_count()):
+        offset = state_field_offset(f)
+        field = data[offset:offset + state_field_size(f)]
+        out[state_field_name(f).decode()] = field.view(FIELD_DTYPES[state_field_kind(f)])
+    return out
 
 
 def render_state(cnp.ndarray[cnp.uint8_t, ndim=1] state, int action):

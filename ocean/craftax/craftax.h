@@ -125,6 +125,9 @@ typedef struct {
     int played_action;  // the action the last step played (noop while sleeping or resting), -1 before one
     int observation_in_step;  // CRAFTAX_OBSERVATION_KERNEL: tenth()'s in_step for c_observe
     WorldgenScratch* reset_scratch;  // device resets only: lent by the device vecenv for c_reset
+    // Device pool resets: the pool world whose light maps stand for the state's until the env
+    // places a torch (NULL: the state holds its own).
+    const GameState* light_maps_from;
 } Craftax;
 
 // A device reset that generates a world needs scratch memory (ocean/vecenv_gpu.cuh).
@@ -139,39 +142,55 @@ static void generate_reset_pool(GameState* pool, int first, int last, int pool_s
 }
 
 #ifdef __CUDACC__
-// Copies reset pool worlds on the device, called by all 32 lanes of a warp: src is the lane's
+// Copies reset pool worlds on the device but for their light maps, which the env borrows from
+// the pool world until it places a torch (c_step): they are 83 KB of a world's 148 KB, and the
+// one thing that writes them is a torch. Called by all 32 lanes of a warp: src is the lane's
 // world, or NULL for a lane that has none to copy. The whole warp copies each lane's world in
 // turn, so that its loads and stores cover consecutive 16-byte vectors: otherwise the one or two
-// lanes of a warp that reset in a step would copy 148 KB alone, holding up the whole reset kernel.
-// A copy is a chain of round trips to memory, one per batch of loads in flight; 32 per lane (512
-// bytes) make a world about nine of them. So every world the warp will copy is first asked of the
+// lanes of a warp that reset in a step would copy the world alone, holding up the whole reset
+// kernel. A copy is a chain of round trips to memory, one per batch of loads in flight; 32 per lane
+// (512 bytes) make a world a few of them. So every world the warp will copy is first asked of the
 // L2 cache whole, all at once, and the round trips of the copies end at the L2.
-__device__ static void copy_game_states_in_warp(GameState* dst, const GameState* src) {
-    CRAFTAX_STATIC_ASSERT(sizeof(GameState) % sizeof(uint4) == 0, "GameState is whole 16-byte vectors");
-    enum { VECTORS = sizeof(GameState) / sizeof(uint4), IN_FLIGHT = 32, LANES = 32, LINE = 128 };
+__device__ static void copy_game_states_but_light_maps_in_warp(GameState* dst, const GameState* src) {
+    enum {
+        LIGHT_FIRST = offsetof(GameState, light_map) / sizeof(uint4),
+        LIGHT_VECTORS = sizeof(((GameState*)0)->light_map) / sizeof(uint4),
+        COPIED = sizeof(GameState) / sizeof(uint4) - LIGHT_VECTORS,
+        IN_FLIGHT = 32,
+        LANES = 32,
+        LINE = 128,
+    };
+    CRAFTAX_STATIC_ASSERT(sizeof(GameState) % sizeof(uint4) == 0 && offsetof(GameState, light_map) % LINE == 0 &&
+                              sizeof(((GameState*)0)->light_map) % LINE == 0,
+                          "GameState is whole 16-byte vectors, its light maps whole cache lines");
     const unsigned warp = 0xFFFFFFFFu;
     unsigned lane = threadIdx.x % LANES;
     unsigned copying = __ballot_sync(warp, src != NULL);
     for (unsigned pending = copying; pending != 0; pending &= pending - 1u) {
         const char* from = (const char*)__shfl_sync(warp, (unsigned long long)src, __ffs(pending) - 1);
-        for (unsigned offset = lane * LINE; offset < sizeof(GameState); offset += LANES * LINE) {
-            asm volatile("prefetch.global.L2 [%0];" ::"l"(from + offset));
+        for (unsigned line = lane; line < COPIED * sizeof(uint4) / LINE; line += LANES) {
+            unsigned vector = line * (LINE / sizeof(uint4));
+            vector += vector >= LIGHT_FIRST ? LIGHT_VECTORS : 0;
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(from + vector * sizeof(uint4)));
         }
     }
+    // The copied vectors numbered 0 .. COPIED - 1, those past the light maps' first moved past them.
+#define COPIED_VECTOR(k) ((k) + ((k) >= LIGHT_FIRST ? LIGHT_VECTORS : 0))
     for (unsigned pending = copying; pending != 0; pending &= pending - 1u) {
         int owner = __ffs(pending) - 1;
         uint4* to = (uint4*)__shfl_sync(warp, (unsigned long long)dst, owner);
         const uint4* from = (const uint4*)__shfl_sync(warp, (unsigned long long)src, owner);
         unsigned k = lane;
-        for (; k + (IN_FLIGHT - 1) * LANES < VECTORS; k += IN_FLIGHT * LANES) {
+        for (; k + (IN_FLIGHT - 1) * LANES < COPIED; k += IN_FLIGHT * LANES) {
             uint4 batch[IN_FLIGHT];
 #pragma unroll
-            for (int u = 0; u < IN_FLIGHT; u++) batch[u] = from[k + u * LANES];
+            for (int u = 0; u < IN_FLIGHT; u++) batch[u] = from[COPIED_VECTOR(k + u * LANES)];
 #pragma unroll
-            for (int u = 0; u < IN_FLIGHT; u++) to[k + u * LANES] = batch[u];
+            for (int u = 0; u < IN_FLIGHT; u++) to[COPIED_VECTOR(k + u * LANES)] = batch[u];
         }
-        for (; k < VECTORS; k += LANES) to[k] = from[k];
+        for (; k < COPIED; k += LANES) to[COPIED_VECTOR(k)] = from[COPIED_VECTOR(k)];
     }
+#undef COPIED_VECTOR
     __syncwarp(warp);
 }
 #endif
@@ -251,6 +270,7 @@ CRAFTAX_FN void finish_reset(Craftax* env) {
 
 CRAFTAX_FN void c_reset(Craftax* env) {
     Key reset_key = start_reset(env);
+    env->light_maps_from = NULL;
     if (env->reset_pool_size > 0) {
         memcpy(env->state, reset_pool_world(env, reset_key), sizeof(GameState));
     } else {
@@ -269,8 +289,9 @@ __device__ static void c_reset_warp(Craftax* env, int resetting) {
         reset_key = start_reset(env);
         if (env->reset_pool_size > 0) pool_world = reset_pool_world(env, reset_key);
     }
-    copy_game_states_in_warp(env->state, pool_world);
+    copy_game_states_but_light_maps_in_warp(env->state, pool_world);
     if (!resetting) return;
+    env->light_maps_from = pool_world;
     if (pool_world == NULL) generate_reset_world(env, reset_key);
     finish_reset(env);
 }
@@ -317,8 +338,19 @@ CRAFTAX_FN void c_prepare(Craftax* envs, int count) {
     }
 }
 
+// A torch is the one thing that writes a light map; it needs the action and a torch in hand.
+CRAFTAX_FN void own_light_maps_before_a_torch(Craftax* env) {
+    const GameState* s = env->state;
+    if (env->light_maps_from == NULL || env->actions[0] != ACTION_PLACE_TORCH || s->inventory.torches <= 0) return;
+    const uint64_t* from = (const uint64_t*)env->light_maps_from->light_map;
+    uint64_t* to = (uint64_t*)env->state->light_map;
+    for (size_t k = 0; k < sizeof(s->light_map) / sizeof(uint64_t); k++) to[k] = from[k];
+    env->light_maps_from = NULL;
+}
+
 CRAFTAX_FN int c_step(Craftax* env) {
     GameState* s = env->state;
+    own_light_maps_before_a_torch(env);
     env->key = env->prepared.next_key;
     // craftax_step ignores the action of a sleeping or resting player; the renderer shows what it played.
     env->played_action = s->is_sleeping || s->is_resting ? ACTION_NOOP : env->actions[0];

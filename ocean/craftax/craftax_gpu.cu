@@ -496,13 +496,21 @@ int craftax_gpu_sync_logs(void* handle, float* sums, long long* bad_index, int* 
     return cudaSuccess;
 }
 
-// Env index's game state (sizeof(GameState) bytes) into host memory; waits for the stream.
+// Env index's game state (sizeof(GameState) bytes) into host memory, with the light maps it may
+// borrow from its pool world; waits for the stream.
 int craftax_gpu_read_state(void* handle, int index, void* out, void* stream) {
     CraftaxGpu* env = (CraftaxGpu*)handle;
+    cudaStream_t cuda_stream = (cudaStream_t)stream;
     VEC_GPU_CHECK(cudaSetDevice(env->device));
-    VEC_GPU_CHECK(cudaMemcpyAsync(out, &env->states[index], sizeof(GameState), cudaMemcpyDeviceToHost,
-                                  (cudaStream_t)stream));
-    return cudaStreamSynchronize((cudaStream_t)stream);
+    const GameState* light_maps_from = NULL;
+    VEC_GPU_CHECK(cudaMemcpyAsync(out, &env->states[index], sizeof(GameState), cudaMemcpyDeviceToHost, cuda_stream));
+    VEC_GPU_CHECK(cudaMemcpyAsync(&light_maps_from, &env->vec->envs[index].light_maps_from, sizeof(light_maps_from),
+                                  cudaMemcpyDeviceToHost, cuda_stream));
+    VEC_GPU_CHECK(cudaStreamSynchronize(cuda_stream));
+    if (light_maps_from == NULL) return cudaSuccess;
+    VEC_GPU_CHECK(cudaMemcpyAsync(((GameState*)out)->light_map, light_maps_from->light_map, sizeof(GameState::light_map),
+                                  cudaMemcpyDeviceToHost, cuda_stream));
+    return cudaStreamSynchronize(cuda_stream);
 }
 
 void craftax_gpu_destroy(void* handle) {

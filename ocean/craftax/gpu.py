@@ -361,12 +361,20 @@ class CraftaxGPU:
                 infos.append(log)
         return self.observations, self.rewards, self.terminals, self.truncations, infos
 
+    def _read_state(self, index, what):
+        self._require_open()
+        index = check_int(self.name, f"{what} index", index, 0, self.num_envs - 1)
+        state = np.empty(binding.STATE_BYTES, dtype=np.uint8)
+        self._check(self._lib.craftax_gpu_read_state(self._handle, index, state.ctypes.data, self._stream()), what)
+        return state
+
+    def state(self, index=0):
+        """Env ``index``'s game state, copied to the host, as {reference field name: numpy array}."""
+        return binding.state_fields(self._read_state(index, "state"))
+
     def render(self, index=0):
         """ANSI text of env ``index`` (copies its state to the host; the CPU env's renderer)."""
-        self._require_open()
-        index = check_int(self.name, "render index", index, 0, self.num_envs - 1)
-        state = np.empty(binding.STATE_BYTES, dtype=np.uint8)
-        self._check(self._lib.craftax_gpu_read_state(self._handle, index, state.ctypes.data, self._stream()), "render")
+        state = self._read_state(index, "render")
         return binding.render_state(state, int(self.actions[index].item()))
 
     def close(self):

@@ -164,14 +164,18 @@ def assert_parity(torch, num_envs, steps, pool_size, compact, envs_per_warp=None
 
 
 @pytest.mark.gpu
-def test_torches_on_worlds_reset_from_the_pool_match_the_cpu_env(torch, monkeypatch):
-    """A pool reset on the device leaves an env's light maps in the pool world until it places a
-    torch. Every pool world here starts with torches in hand, so random play places them early in
-    its episodes, over light maps that must then be the world's own; the states read back from the
-    device, borrowed light maps included, equal the CPU env's field for field."""
+def test_torches_and_floors_after_pool_resets_match_the_cpu_env(torch, monkeypatch):
+    """A pool reset on the device leaves the env's light maps in the pool world until it places a
+    torch. Every pool world here starts with torches in hand and the player on the surface's cleared
+    down ladder, so random play lights torches, on the surface and below, early in its episodes,
+    over light maps that must then be the world's own; the states read back from the device,
+    borrowed light maps included, equal the CPU env's field for field."""
     pool = craftax.reset_pool(64, 7, os.cpu_count() or 1).copy()
     for world in pool.reshape(64, binding.STATE_BYTES):
-        binding.state_fields(world)["inventory.torches"][:] = 50
+        fields = binding.state_fields(world)
+        fields["player_position"][:] = fields["down_ladders"][:2]
+        fields["monsters_killed"][:] = 100
+        fields["inventory.torches"][:] = 50
     monkeypatch.setattr(craftax, "reset_pool", lambda size, seed, num_threads: pool)
     monkeypatch.setattr(gpu, "reset_pool", lambda size, seed, num_threads: pool)
     cpu_env, gpu_env = make_pair(256, True, 64, seed=11)
@@ -186,8 +190,10 @@ def test_torches_on_worlds_reset_from_the_pool_match_the_cpu_env(torch, monkeypa
         for name in host:
             assert np.array_equal(host[name], device[name]), f"env {index}: {name}"
     logs = gpu_env.gpu_sync_logs()
-    assert logs is not None and logs["place_torch"] > 0, "no torch after a pool reset: the borrowed light maps went unchecked"
+    assert logs is not None and logs["place_torch"] > 0 and logs["deepest_floor"] > 0, (
+        "no torch or no floor change after a pool reset: the borrowed light maps went unchecked")
     gpu_env.close()
+
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("pool_size", [0, 32])

@@ -453,6 +453,33 @@ def test_reset_pool_is_deterministic():
     assert not np.array_equal(first, run(7, 3))
 
 
+
+def test_state_fields_read_and_edit_a_states_bytes():
+    from ocean.craftax import CraftaxCompact, reset_pool
+
+    worlds = reset_pool(2, 4, 1).copy().reshape(2, binding.STATE_BYTES)
+    world = binding.World(np.array([0, 9], np.uint32))
+    fields = binding.state_fields(worlds[1])
+    assert {name: array.nbytes for name, array in fields.items()} == {name: array.nbytes for name, array in world.fields().items()}
+    fields["inventory.torches"][:] = 7
+    fields["player_position"][:] = (3, 5)
+    assert binding.state_fields(worlds[1])["inventory.torches"][0] == 7
+    assert binding.state_fields(worlds[0])["inventory.torches"][0] == 0
+    assert list(binding.state_fields(worlds[1])["player_position"]) == [3, 5]
+    with pytest.raises(ValueError, match=f"a game state is {binding.STATE_BYTES} uint8 bytes"):
+        binding.state_fields(worlds.reshape(-1)[:100])
+    with pytest.raises(ValueError, match="uint8 bytes in one dimension, got int16"):
+        binding.state_fields(np.zeros(binding.STATE_BYTES // 2, np.int16))
+
+    env = CraftaxCompact(num_envs=2, reset_pool_size=2, reset_pool_seed=4)
+    env.reset(seed=1)
+    state = env.state(1)
+    assert state.keys() == fields.keys() and state["timestep"][0] == 0 and state["player_level"][0] == 0
+    env.step(np.zeros(2, np.int32))
+    assert env.state(1)["timestep"][0] == 1 and state["timestep"][0] == 0  # a copy, not a view
+    with pytest.raises(ValueError, match="state index"):
+        env.state(2)
+
 def test_bad_actions_are_rejected():
     from ocean.craftax import Craftax
 

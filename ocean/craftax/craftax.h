@@ -149,8 +149,8 @@ static void generate_reset_pool(GameState* pool, int first, int last, int pool_s
 // turn, so that its loads and stores cover consecutive 16-byte vectors: otherwise the one or two
 // lanes of a warp that reset in a step would copy the world alone, holding up the whole reset
 // kernel. A copy is a chain of round trips to memory, one per batch of loads in flight; 32 per lane
-// (512 bytes) make a world a few of them. So every world the warp will copy is first asked of the
-// L2 cache whole, all at once, and the round trips of the copies end at the L2.
+// (512 bytes) make a world's 68 KB about five of them. So every world the warp will copy is first
+// asked of the L2 cache whole, all at once, and the round trips of the copies end at the L2.
 __device__ static void copy_game_states_but_light_maps_in_warp(GameState* dst, const GameState* src) {
     enum {
         LIGHT_FIRST = offsetof(GameState, light_map) / sizeof(uint4),

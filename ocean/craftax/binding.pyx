@@ -60,7 +60,6 @@ cdef extern from "state_view.h":
     int state_field_size(int field)
     char state_field_kind(int field)
     size_t state_field_offset(int field)
-    const void* state_field_data(const GameState* s, int field)
 
 cdef Key as_key(key) except *:
     cdef cnp.ndarray[cnp.uint32_t, ndim=1] data = np.ascontiguousarray(key, dtype=np.uint32).reshape(2)
@@ -161,45 +160,28 @@ cdef class World:
         self.stepped = not done
         return reward, bool(done)
 
+    def _bytes(self):
+        """The state's bytes, live (valid while this World is)."""
+        return np.asarray(<unsigned char[:sizeof(GameState)]><unsigned char*>self.state)
+
     def field(self, name):
         """One state field (reference name) as a flat numpy array."""
-        cdef int f
-        for f in range(state_field_count()):
-            if state_field_name(f).decode() == name:
-                dtype = FIELD_DTYPES[state_field_kind(f)]
-                size = state_field_size(f)
-                buffer = <char*>state_field_data(self.state, f)
-                return np.frombuffer(buffer[:size], dtype=dtype).copy()
-        raise KeyError(name)
+        return state_fields(self._bytes())[name].copy()
 
     def set_field(self, name, values):
         """Overwrites one state field (reference name) with `values`, for test scenarios."""
-        cdef int f
-        for f in range(state_field_count()):
-            if state_field_name(f).decode() != name:
-                continue
-            dtype = FIELD_DTYPES[state_field_kind(f)]
-            data = np.ascontiguousarray(values, dtype=dtype).ravel()
-            if data.nbytes != state_field_size(f):
-                raise ValueError(f"{name} holds {state_field_size(f) // data.itemsize} values, got {data.size}")
-            memcpy(<void*>state_field_data(self.state, f), cnp.PyArray_DATA(data), data.nbytes)
-            if name == "light_map":
-                for level in range(NUM_LEVELS):
-                    refresh_lit_rows(self.state, level, 0, MAP_SIZE)
-            return
-        raise KeyError(name)
+        target = state_fields(self._bytes())[name]
+        data = np.ascontiguousarray(values, dtype=target.dtype).ravel()
+        if data.nbytes != target.nbytes:
+            raise ValueError(f"{name} holds {target.size} values, got {data.size}")
+        target[:] = data
+        if name == "light_map":
+            for level in range(NUM_LEVELS):
+                refresh_lit_rows(self.state, level, 0, MAP_SIZE)
 
     def fields(self):
         """Every state field as {reference name: numpy array}."""
-        out = {}
-        cdef int f, size
-        cdef char kind
-        for f in range(state_field_count()):
-            size = state_field_size(f)
-            kind = state_field_kind(f)
-            buffer = <char*>state_field_data(self.state, f)
-            out[state_field_name(f).decode()] = np.frombuffer(buffer[:size], dtype=FIELD_DTYPES[kind]).copy()
-        return out
+        return {name: field.copy() for name, field in state_fields(self._bytes()).items()}
 
     def observation(self):
         cdef cnp.ndarray[cnp.float32_t, ndim=1] out = np.empty(OBS_SIZE, dtype=np.float32)

@@ -92,4 +92,3 @@ static inline const char* state_field_name(int f) { return STATE_FIELDS[f].name;
 static inline int state_field_size(int f) { return STATE_FIELDS[f].size; }
 static inline char state_field_kind(int f) { return STATE_FIELDS[f].kind; }
 static inline size_t state_field_offset(int f) { return STATE_FIELDS[f].offset; }
-static inline const void* state_field_data(const GameState* s, int f) { return (const char*)s + STATE_FIELDS[f].offset; }

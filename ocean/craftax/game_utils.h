@@ -35,16 +35,39 @@ CRAFTAX_FN int in_bounds(int r, int c) { return r >= 0 && r < MAP_SIZE && c >= 0
 
 CRAFTAX_FN int is_in_solid_block(GameState* s, int r, int c) { return TABLE(SOLID_BLOCK)[block_at(s, r, c)]; }
 
+// The player's floor and place, for code that stores into the state between its queries (the
+// mobs' moves): nvcc assumes any store may change any field, so a field read after a store is
+// read from memory again, and these are read once instead.
+typedef struct {
+    GameState* s;
+    uint8_t* map;   // the player's floor of the block map
+    uint8_t* mobs;  // and of the mob map
+    int level;
+    int player_row, player_col;
+} PlayerFloor;
+
+CRAFTAX_FN PlayerFloor player_floor(GameState* s) {
+    PlayerFloor f = {s, level_map(s), level_mobs(s), s->player_level, s->player_position[0], s->player_position[1]};
+    return f;
+}
+
+CRAFTAX_FN int is_boss_floor(const PlayerFloor* f) { return f->level == NUM_LEVELS - 1; }
+
 // The queries below make every load whatever the outcome (reads are clamped to the map), rather
 // than stopping at the first decisive one, so that on the GPU their round trips overlap.
+CRAFTAX_FN int is_in_mob_on(const PlayerFloor* f, int r, int c) {
+    return (f->mobs[map_read_index(r, c)] != 0) | ((f->player_row == r) & (f->player_col == c));
+}
+
 CRAFTAX_FN int is_in_mob(GameState* s, int r, int c) {
-    return (level_mobs(s)[map_read_index(r, c)] != 0) | ((s->player_position[0] == r) & (s->player_position[1] == c));
+    PlayerFloor f = player_floor(s);
+    return is_in_mob_on(&f, r, c);
 }
 
 // is_position_in_bounds_not_in_mob_not_colliding; collision = (ground, water, lava) flags.
-CRAFTAX_FN int is_free_for(GameState* s, int r, int c, const uint8_t* collision) {
-    uint8_t block = block_at(s, r, c);
-    if (!in_bounds(r, c) || is_in_mob(s, r, c)) return 0;
+CRAFTAX_FN int is_free_on(const PlayerFloor* f, int r, int c, const uint8_t* collision) {
+    uint8_t block = f->map[map_read_index(r, c)];
+    if (!in_bounds(r, c) || is_in_mob_on(f, r, c)) return 0;
     if (TABLE(SOLID_BLOCK)[block]) return 0;
     int in_water = block == BLOCK_WATER, in_lava = block == BLOCK_LAVA;
     int on_ground = !in_water && !in_lava;
@@ -52,6 +75,11 @@ CRAFTAX_FN int is_free_for(GameState* s, int r, int c, const uint8_t* collision)
     if (collision[1] && in_water) return 0;
     if (collision[2] && in_lava) return 0;
     return 1;
+}
+
+CRAFTAX_FN int is_free_for(GameState* s, int r, int c, const uint8_t* collision) {
+    PlayerFloor f = player_floor(s);
+    return is_free_on(&f, r, c, collision);
 }
 
 CRAFTAX_FN int is_near_block(GameState* s, uint8_t block) {

@@ -14,8 +14,8 @@ CRAFTAX_FN int iabs(int x) { return x < 0 ? -x : x; }
 
 // A mob's move towards the player along one axis, chosen at random among the axes of largest
 // distance (jax.random.choice over p = is_max / total distance, given the choice's uniform draw).
-CRAFTAX_FN void step_towards_player(float axis_roll, const GameState* s, const int32_t* position, int* dr, int* dc) {
-    int d0 = s->player_position[0] - position[0], d1 = s->player_position[1] - position[1];
+CRAFTAX_FN void step_towards_player(float axis_roll, const PlayerFloor* f, int row, int col, int* dr, int* dc) {
+    int d0 = f->player_row - row, d1 = f->player_col - col;
     int a0 = iabs(d0), a1 = iabs(d1);
     int largest = a0 > a1 ? a0 : a1;
     float total = (float)(a0 + a1);
@@ -25,160 +25,167 @@ CRAFTAX_FN void step_towards_player(float axis_roll, const GameState* s, const i
     *dc = axis == 1 ? sign(d1) : 0;
 }
 
-// The mob map bookkeeping every mob does after moving: leave the old cell if alive, enter the
-// new one if still alive.
-CRAFTAX_FN void move_on_mob_map(GameState* s, const int32_t* old_position, int alive, const int* position, int still_alive) {
-    uint8_t* mobs = level_mobs(s);
-    int old_cell = map_write_index(old_position[0], old_position[1]);
-    if (old_cell >= 0 && alive) mobs[old_cell] = 0;
-    int new_cell = map_write_index(position[0], position[1]);
-    if (new_cell >= 0 && still_alive) mobs[new_cell] = 1;
+// The mob map bookkeeping every mob does after moving from (row, col): leave the old cell if
+// alive, enter the new one if still alive.
+CRAFTAX_FN void move_on_mob_map(const PlayerFloor* f, int row, int col, int alive, const int* next, int still_alive) {
+    int old_cell = map_write_index(row, col);
+    if (old_cell >= 0 && alive) f->mobs[old_cell] = 0;
+    int new_cell = map_write_index(next[0], next[1]);
+    if (new_cell >= 0 && still_alive) f->mobs[new_cell] = 1;
 }
 
-CRAFTAX_FN int manhattan_to_player(const GameState* s, const int32_t* position) {
-    return iabs(position[0] - s->player_position[0]) + iabs(position[1] - s->player_position[1]);
+CRAFTAX_FN int manhattan_to_player(const PlayerFloor* f, int row, int col) {
+    return iabs(row - f->player_row) + iabs(col - f->player_col);
 }
 
-CRAFTAX_FN void move_melee_mob(const MeleeMobDraws* draws, GameState* s, int m) {
-    int l = s->player_level;
+// Each mob's fields and draws are read into locals before its first store, which would make the
+// compiler read them again (PlayerFloor).
+CRAFTAX_FN void move_melee_mob(const MeleeMobDraws* draws, const PlayerFloor* f, int m) {
+    GameState* s = f->s;
+    int l = f->level;
+    MeleeMobDraws d = *draws;
     int32_t* position = s->melee_mobs.position[l][m];
+    int row = position[0], col = position[1];
     int type = s->melee_mobs.type_id[l][m];
     int alive = s->melee_mobs.mask[l][m];
-    int distance = manhattan_to_player(s, position);
-    int chasing = (distance < 10 || is_fighting_boss(s)) && draws->chase_roll < 0.75f;
+    int cooldown = s->melee_mobs.attack_cooldown[l][m];
+    int distance = manhattan_to_player(f, row, col);
+    int chasing = (distance < 10 || is_boss_floor(f)) && d.chase_roll < 0.75f;
     int proposed[2];
     if (chasing) {
         int towards_r, towards_c;
-        step_towards_player(draws->axis_roll, s, position, &towards_r, &towards_c);
-        proposed[0] = position[0] + towards_r;
-        proposed[1] = position[1] + towards_c;
+        step_towards_player(d.axis_roll, f, row, col, &towards_r, &towards_c);
+        proposed[0] = row + towards_r;
+        proposed[1] = col + towards_c;
     } else {
-        int random_direction = draws->random_direction;
-        proposed[0] = position[0] + direction_row(random_direction);
-        proposed[1] = position[1] + direction_col(random_direction);
+        proposed[0] = row + direction_row(d.random_direction);
+        proposed[1] = col + direction_col(d.random_direction);
     }
 
-    int attacking = distance == 1 && s->melee_mobs.attack_cooldown[l][m] <= 0 && alive;
+    int attacking = distance == 1 && cooldown <= 0 && alive;
     if (attacking) {
-        proposed[0] = position[0];
-        proposed[1] = position[1];
+        proposed[0] = row;
+        proposed[1] = col;
         float scale = 1.0f + 2.5f * (float)s->is_sleeping;
         s->player_health -= damage_to_player(s, &TABLE(MOB_DAMAGE)[(type * 4 + MOB_MELEE) * 3], scale);
         unlock(s, ACH_WAKE_UP, s->is_sleeping);
         s->is_sleeping = 0;
         s->is_resting = 0;
-        s->melee_mobs.attack_cooldown[l][m] = 5;
-    } else {
-        s->melee_mobs.attack_cooldown[l][m] -= 1;
     }
-    int next[2] = {position[0], position[1]};
-    if (is_free_for(s, proposed[0], proposed[1], &TABLE(MOB_COLLISION)[COLLISION_INDEX(type, MOB_MELEE)])) {
+    int next[2] = {row, col};
+    if (is_free_on(f, proposed[0], proposed[1], &TABLE(MOB_COLLISION)[COLLISION_INDEX(type, MOB_MELEE)])) {
         next[0] = proposed[0];
         next[1] = proposed[1];
     }
-    int stays = distance < MOB_DESPAWN_DISTANCE || is_fighting_boss(s);
+    int stays = distance < MOB_DESPAWN_DISTANCE || is_boss_floor(f);
     int still_alive = alive && stays;
-    move_on_mob_map(s, position, alive, next, still_alive);
+    move_on_mob_map(f, row, col, alive, next, still_alive);
+    s->melee_mobs.attack_cooldown[l][m] = attacking ? 5 : cooldown - 1;
     position[0] = next[0];
     position[1] = next[1];
     s->melee_mobs.mask[l][m] = (uint8_t)still_alive;
 }
 
-CRAFTAX_FN void move_passive_mob(const PassiveMobDraws* draws, GameState* s, int m) {
-    int l = s->player_level;
-    int32_t* position = s->passive_mobs.position[l][m];
-    int type = s->passive_mobs.type_id[l][m];
-    int alive = s->passive_mobs.mask[l][m];
+CRAFTAX_FN void move_passive_mob(const PassiveMobDraws* draws, const PlayerFloor* f, int m) {
+    GameState* s = f->s;
+    int l = f->level;
     // Eight choices, the last four of which stand still.
     int direction = draws->direction;
-    int next[2] = {position[0], position[1]};
-    int r = position[0] + direction_row(direction), c = position[1] + direction_col(direction);
-    if (is_free_for(s, r, c, &TABLE(MOB_COLLISION)[COLLISION_INDEX(type, MOB_PASSIVE)])) {
+    int32_t* position = s->passive_mobs.position[l][m];
+    int row = position[0], col = position[1];
+    int type = s->passive_mobs.type_id[l][m];
+    int alive = s->passive_mobs.mask[l][m];
+    int next[2] = {row, col};
+    int r = row + direction_row(direction), c = col + direction_col(direction);
+    if (is_free_on(f, r, c, &TABLE(MOB_COLLISION)[COLLISION_INDEX(type, MOB_PASSIVE)])) {
         next[0] = r;
         next[1] = c;
     }
-    int still_alive = alive && manhattan_to_player(s, position) < MOB_DESPAWN_DISTANCE;
-    move_on_mob_map(s, position, alive, next, still_alive);
+    int still_alive = alive && manhattan_to_player(f, row, col) < MOB_DESPAWN_DISTANCE;
+    move_on_mob_map(f, row, col, alive, next, still_alive);
     position[0] = next[0];
     position[1] = next[1];
     s->passive_mobs.mask[l][m] = (uint8_t)still_alive;
 }
 
-CRAFTAX_FN void move_ranged_mob(const RangedMobDraws* draws, GameState* s, int m) {
-    int l = s->player_level;
+CRAFTAX_FN void move_ranged_mob(const RangedMobDraws* draws, const PlayerFloor* f, int m) {
+    GameState* s = f->s;
+    int l = f->level;
+    RangedMobDraws d = *draws;
     int32_t* position = s->ranged_mobs.position[l][m];
+    int row = position[0], col = position[1];
     int type = s->ranged_mobs.type_id[l][m];
     int alive = s->ranged_mobs.mask[l][m];
+    int cooldown = s->ranged_mobs.attack_cooldown[l][m];
     const uint8_t* collision = &TABLE(MOB_COLLISION)[COLLISION_INDEX(type, MOB_RANGED)];
-    int random_direction = draws->random_direction;
-    int random_proposed[2] = {position[0] + direction_row(random_direction), position[1] + direction_col(random_direction)};
+    int random_proposed[2] = {row + direction_row(d.random_direction), col + direction_col(d.random_direction)};
     int towards_r, towards_c;
-    step_towards_player(draws->axis_roll, s, position, &towards_r, &towards_c);
-    int distance = manhattan_to_player(s, position);
+    step_towards_player(d.axis_roll, f, row, col, &towards_r, &towards_c);
+    int distance = manhattan_to_player(f, row, col);
     int too_close = distance <= 3;
     int proposed[2] = {random_proposed[0], random_proposed[1]};
     if (distance >= 6) {
-        proposed[0] = position[0] + towards_r;
-        proposed[1] = position[1] + towards_c;
+        proposed[0] = row + towards_r;
+        proposed[1] = col + towards_c;
     }
     if (too_close) {
-        proposed[0] = position[0] - towards_r;
-        proposed[1] = position[1] - towards_c;
+        proposed[0] = row - towards_r;
+        proposed[1] = col - towards_c;
     }
-    if (!(draws->keep_roll > 0.85f)) {
+    if (!(d.keep_roll > 0.85f)) {
         proposed[0] = random_proposed[0];
         proposed[1] = random_proposed[1];
     }
     // Shoots from 4 or 5 away, or when too close with its retreat blocked.
-    int attacking = (distance >= 4 && distance <= 5) || (too_close && !is_free_for(s, proposed[0], proposed[1], collision));
-    attacking = attacking && s->ranged_mobs.attack_cooldown[l][m] <= 0 && alive;
+    int attacking = (distance >= 4 && distance <= 5) || (too_close && !is_free_on(f, proposed[0], proposed[1], collision));
+    attacking = attacking && cooldown <= 0 && alive;
     if (attacking) {
         if (count_alive(s->mob_projectiles.mask[l], MAX_MOB_PROJECTILES) < MAX_MOB_PROJECTILES) {
-            SPAWN_PROJECTILE(s, s->mob_projectiles, s->mob_projectile_directions, MAX_MOB_PROJECTILES, position[0],
-                             position[1], towards_r, towards_c, TABLE(RANGED_MOB_PROJECTILE)[type]);
+            spawn_projectile(s->mob_projectiles.position[l], s->mob_projectiles.mask[l], s->mob_projectiles.type_id[l],
+                             s->mob_projectile_directions[l], MAX_MOB_PROJECTILES, row, col, towards_r, towards_c,
+                             TABLE(RANGED_MOB_PROJECTILE)[type]);
         }
-        proposed[0] = position[0];
-        proposed[1] = position[1];
-        s->ranged_mobs.attack_cooldown[l][m] = 4;
-    } else {
-        s->ranged_mobs.attack_cooldown[l][m] -= 1;
+        proposed[0] = row;
+        proposed[1] = col;
     }
-    int next[2] = {position[0], position[1]};
-    if (is_free_for(s, proposed[0], proposed[1], collision)) {
+    int next[2] = {row, col};
+    if (is_free_on(f, proposed[0], proposed[1], collision)) {
         next[0] = proposed[0];
         next[1] = proposed[1];
     }
-    int still_alive = alive && (distance < MOB_DESPAWN_DISTANCE || is_fighting_boss(s));
-    move_on_mob_map(s, position, alive, next, still_alive);
+    int still_alive = alive && (distance < MOB_DESPAWN_DISTANCE || is_boss_floor(f));
+    move_on_mob_map(f, row, col, alive, next, still_alive);
+    s->ranged_mobs.attack_cooldown[l][m] = attacking ? 4 : cooldown - 1;
     position[0] = next[0];
     position[1] = next[1];
     s->ranged_mobs.mask[l][m] = (uint8_t)still_alive;
 }
 
 // A blocking cell for projectiles: solid blocks (water never is).
-CRAFTAX_FN int blocks_projectile(GameState* s, int r, int c) {
-    uint8_t block = block_at(s, r, c);
+CRAFTAX_FN int blocks_projectile(const PlayerFloor* f, int r, int c) {
+    uint8_t block = f->map[map_read_index(r, c)];
     return TABLE(SOLID_BLOCK)[block] && block != BLOCK_WATER;
 }
 
 // Dead projectiles keep flying (their positions are part of the state) and do nothing else.
-CRAFTAX_FN void move_mob_projectile(GameState* s, int p) {
-    int l = s->player_level;
+CRAFTAX_FN void move_mob_projectile(const PlayerFloor* f, int p) {
+    GameState* s = f->s;
+    int l = f->level;
     int32_t* position = s->mob_projectiles.position[l][p];
-    int r = position[0] + s->mob_projectile_directions[l][p][0];
-    int c = position[1] + s->mob_projectile_directions[l][p][1];
+    int row = position[0], col = position[1];
+    int r = row + s->mob_projectile_directions[l][p][0];
+    int c = col + s->mob_projectile_directions[l][p][1];
     if (s->mob_projectiles.mask[l][p]) {
-        int pr = s->player_position[0], pc = s->player_position[1];
-        int hit_player = (position[0] == pr && position[1] == pc) || (r == pr && c == pc);
-        int continues = in_bounds(r, c) & !blocks_projectile(s, r, c) & !is_in_mob(s, r, c) & !hit_player;
+        int type = s->mob_projectiles.type_id[l][p];
+        int hit_player = (row == f->player_row && col == f->player_col) || (r == f->player_row && c == f->player_col);
+        int continues = in_bounds(r, c) & !blocks_projectile(f, r, c) & !is_in_mob_on(f, r, c) & !hit_player;
         // Projectiles destroy crafting tables and furnaces they fly into.
-        uint8_t block = block_at(s, r, c);
+        uint8_t block = f->map[map_read_index(r, c)];
         if (block == BLOCK_FURNACE || block == BLOCK_CRAFTING_TABLE) {
             int cell = map_write_index(r, c);
-            if (cell >= 0) level_map(s)[cell] = BLOCK_PATH;
+            if (cell >= 0) f->map[cell] = BLOCK_PATH;
         }
         if (hit_player) {
-            int type = s->mob_projectiles.type_id[l][p];
             s->player_health -= damage_to_player(s, &TABLE(MOB_DAMAGE)[(type * 4 + MOB_PROJECTILE) * 3], 1.0f);
             s->is_sleeping = 0;
             s->is_resting = 0;
@@ -191,11 +198,13 @@ CRAFTAX_FN void move_mob_projectile(GameState* s, int p) {
 
 // A dead projectile's hits are skipped as well: the reference makes them with zero damage, and as
 // every living mob's health is above zero (a mob dies when it falls to zero), they change nothing.
-CRAFTAX_FN void move_player_projectile(GameState* s, int p) {
-    int l = s->player_level;
+CRAFTAX_FN void move_player_projectile(const PlayerFloor* f, int p) {
+    GameState* s = f->s;
+    int l = f->level;
     int32_t* position = s->player_projectiles.position[l][p];
-    int r = position[0] + s->player_projectile_directions[l][p][0];
-    int c = position[1] + s->player_projectile_directions[l][p][1];
+    int row = position[0], col = position[1];
+    int r = row + s->player_projectile_directions[l][p][0];
+    int c = col + s->player_projectile_directions[l][p][1];
     if (s->player_projectiles.mask[l][p]) {
         int type = s->player_projectiles.type_id[l][p];
         float damage[3];
@@ -210,9 +219,9 @@ CRAFTAX_FN void move_player_projectile(GameState* s, int p) {
             float intelligence = 1.0f + 0.5f * (float)(s->player_intelligence - 1);
             for (int k = 0; k < 3; k++) damage[k] *= intelligence;
         }
-        int stopped = !in_bounds(r, c) || blocks_projectile(s, r, c);
+        int stopped = !in_bounds(r, c) || blocks_projectile(f, r, c);
         // It hits a mob where it is (one may have walked in) or else where it flies to.
-        int hit = attack_mob(s, position[0], position[1], damage, 0, 0);
+        int hit = attack_mob(s, row, col, damage, 0, 0);
         if (hit) {
             for (int k = 0; k < 3; k++) damage[k] *= 0.0f;
         }
@@ -245,11 +254,12 @@ CRAFTAX_FN void prefetch_mob_surroundings(const GameState* s) {
 }
 
 CRAFTAX_FN void update_mobs(const StepDraws* draws, GameState* s) {
-    for (int m = 0; m < MAX_MELEE_MOBS; m++) move_melee_mob(&draws->melee[m], s, m);
-    for (int m = 0; m < MAX_PASSIVE_MOBS; m++) move_passive_mob(&draws->passive[m], s, m);
-    for (int m = 0; m < MAX_RANGED_MOBS; m++) move_ranged_mob(&draws->ranged[m], s, m);
-    for (int p = 0; p < MAX_MOB_PROJECTILES; p++) move_mob_projectile(s, p);
-    for (int p = 0; p < MAX_PLAYER_PROJECTILES; p++) move_player_projectile(s, p);
+    PlayerFloor f = player_floor(s);
+    for (int m = 0; m < MAX_MELEE_MOBS; m++) move_melee_mob(&draws->melee[m], &f, m);
+    for (int m = 0; m < MAX_PASSIVE_MOBS; m++) move_passive_mob(&draws->passive[m], &f, m);
+    for (int m = 0; m < MAX_RANGED_MOBS; m++) move_ranged_mob(&draws->ranged[m], &f, m);
+    for (int p = 0; p < MAX_MOB_PROJECTILES; p++) move_mob_projectile(&f, p);
+    for (int p = 0; p < MAX_PLAYER_PROJECTILES; p++) move_player_projectile(&f, p);
 }
 
 // Where a mob class may spawn this step: on which blocks, and at which squared distances from

@@ -43,6 +43,7 @@ CRAFTAX_FN void shoot_arrow(GameState* s, int action) {
 }
 
 CRAFTAX_FN void cast_spell(GameState* s, int action) {
+    if (action != ACTION_CAST_FIREBALL && action != ACTION_CAST_ICEBALL) return;
     int level = s->player_level;
     int can_cast = s->player_mana >= 2 &&
                    count_alive(s->player_projectiles.mask[level], MAX_PLAYER_PROJECTILES) < MAX_PLAYER_PROJECTILES;
@@ -125,28 +126,29 @@ CRAFTAX_FN void enchant(Key rng, GameState* s, int action) {
 
 CRAFTAX_FN void boss_logic(GameState* s) {
     unlock(s, ACH_DEFEAT_NECROMANCER, has_beaten_boss(s));
-    s->boss_timesteps_to_spawn_this_round -= is_fighting_boss(s);
+    if (is_fighting_boss(s)) s->boss_timesteps_to_spawn_this_round -= 1;
 }
 
 CRAFTAX_FN void level_up_attributes(GameState* s, int action) {
-    if (s->player_xp < 1) return;
     int32_t* attribute = action == ACTION_LEVEL_UP_DEXTERITY      ? &s->player_dexterity
                          : action == ACTION_LEVEL_UP_STRENGTH     ? &s->player_strength
                          : action == ACTION_LEVEL_UP_INTELLIGENCE ? &s->player_intelligence
                                                                   : 0;
-    if (!attribute || *attribute >= MAX_ATTRIBUTE) return;
+    if (!attribute || s->player_xp < 1 || *attribute >= MAX_ATTRIBUTE) return;
     *attribute += 1;
     s->player_xp -= 1;
 }
 
+// Standing still changes nothing: the player's own cell is never free (is_in_mob).
 CRAFTAX_FN void move_player(GameState* s, int action) {
     int dr = direction_row(action), dc = direction_col(action);
+    if (dr == 0 && dc == 0) return;
     int r = s->player_position[0] + dr, c = s->player_position[1] + dc;
     if (is_free_for(s, r, c, TABLE(PLAYER_COLLISION))) {
         s->player_position[0] = (int16_t)r;
         s->player_position[1] = (int16_t)c;
     }
-    if (dr != 0 || dc != 0) s->player_direction = action;
+    s->player_direction = action;
 }
 
 // update_plants: saplings on the surface ripen after 600 steps.
@@ -159,70 +161,81 @@ CRAFTAX_FN void update_plants(GameState* s) {
     }
 }
 
-// update_player_intrinsics: sleeping and resting, then food, drink, energy, health and mana.
+// update_player_intrinsics: sleeping and resting, then food, drink, energy, health and mana. The
+// intrinsics are read into locals and written back at the end, as a store would make the compiler
+// read every field after it again.
 CRAFTAX_FN void update_player_intrinsics(GameState* s, int action) {
-    if (action == ACTION_SLEEP && s->player_energy < max_energy(s)) s->is_sleeping = 1;
-    if (s->is_sleeping && s->player_energy >= max_energy(s)) {
-        s->is_sleeping = 0;
-        s->achievements[ACH_WAKE_UP] = 1;
-    }
-    if (action == ACTION_REST && s->player_health < (float)max_health(s)) s->is_resting = 1;
-    if (s->is_resting && (s->player_health >= (float)max_health(s) || s->player_food <= 0 || s->player_drink <= 0)) {
-        s->is_resting = 0;
-    }
-
+    int sleeping = s->is_sleeping, resting = s->is_resting;
+    int32_t food = s->player_food, drink = s->player_drink, energy = s->player_energy, mana = s->player_mana;
+    float health = s->player_health, hunger = s->player_hunger, thirst = s->player_thirst;
+    float fatigue = s->player_fatigue, recover = s->player_recover, recover_mana = s->player_recover_mana;
+    int32_t most_energy = max_energy(s);
+    float most_health = (float)max_health(s);
     int not_boss = !is_fighting_boss(s);
     float decay = 1.0f - 0.125f * (float)(s->player_dexterity - 1);
-    float sleep_rate = s->is_sleeping ? 0.5f : 1.0f;
+    float mana_rate = 1.0f + 0.25f * (float)(s->player_intelligence - 1);
 
-    float hunger = s->player_hunger + sleep_rate * decay;
+    if (action == ACTION_SLEEP && energy < most_energy) sleeping = 1;
+    int wakes_up = sleeping && energy >= most_energy;
+    if (wakes_up) sleeping = 0;
+    if (action == ACTION_REST && health < most_health) resting = 1;
+    if (resting && (health >= most_health || food <= 0 || drink <= 0)) resting = 0;
+
+    float sleep_rate = sleeping ? 0.5f : 1.0f;
+    hunger += sleep_rate * decay;
     if (hunger > 25.0f) {
-        s->player_food = imax(s->player_food - not_boss, 0);
+        food = imax(food - not_boss, 0);
         hunger = 0.0f;
     }
-    s->player_hunger = hunger;
 
-    float thirst = s->player_thirst + sleep_rate * decay;
+    thirst += sleep_rate * decay;
     if (thirst > 20.0f) {
-        s->player_drink = imax(s->player_drink - not_boss, 0);
+        drink = imax(drink - not_boss, 0);
         thirst = 0.0f;
     }
-    s->player_thirst = thirst;
 
-    float fatigue = s->is_sleeping ? fminf(s->player_fatigue - 1.0f, 0.0f) : s->player_fatigue + decay;
-    int32_t energy = s->player_energy;
+    fatigue = sleeping ? fminf(fatigue - 1.0f, 0.0f) : fatigue + decay;
+    int32_t starting_energy = energy;
     if (fatigue > 30.0f) {
-        energy = imax(s->player_energy - not_boss, 0);
+        energy = imax(starting_energy - not_boss, 0);
         fatigue = 0.0f;
     }
     if (fatigue < -10.0f) {
-        energy = imin(s->player_energy + 1, max_energy(s));
+        energy = imin(starting_energy + 1, most_energy);
         fatigue = 0.0f;
     }
-    s->player_fatigue = fatigue;
-    s->player_energy = energy;
 
-    int all_necessities = s->player_food > 0 && s->player_drink > 0 && (s->player_energy > 0 || s->is_sleeping);
-    float recover_add = all_necessities ? (s->is_sleeping ? 2.0f : 1.0f) : (s->is_sleeping ? -0.5f : -1.0f) * (float)not_boss;
-    float recover = s->player_recover + recover_add;
-    float health = s->player_health;
+    int all_necessities = food > 0 && drink > 0 && (energy > 0 || sleeping);
+    float recover_add = all_necessities ? (sleeping ? 2.0f : 1.0f) : (sleeping ? -0.5f : -1.0f) * (float)not_boss;
+    recover += recover_add;
+    float starting_health = health;
     if (recover > 25.0f) {
-        health = fminf(s->player_health + 1.0f, (float)max_health(s));
+        health = fminf(starting_health + 1.0f, most_health);
         recover = 0.0f;
     }
     if (recover < -15.0f) {
-        health = s->player_health - 1.0f;
+        health = starting_health - 1.0f;
         recover = 0.0f;
     }
-    s->player_recover = recover;
-    s->player_health = health;
 
-    float mana_rate = 1.0f + 0.25f * (float)(s->player_intelligence - 1);
-    float recover_mana = (s->player_recover_mana + (s->is_sleeping ? 2.0f : 1.0f)) * mana_rate;
+    recover_mana = (recover_mana + (sleeping ? 2.0f : 1.0f)) * mana_rate;
     if (recover_mana > 30.0f) {
-        s->player_mana += 1;
+        mana += 1;
         recover_mana = 0.0f;
     }
+
+    if (wakes_up) s->achievements[ACH_WAKE_UP] = 1;
+    s->is_sleeping = (uint8_t)sleeping;
+    s->is_resting = (uint8_t)resting;
+    s->player_food = food;
+    s->player_drink = drink;
+    s->player_energy = energy;
+    s->player_mana = mana;
+    s->player_health = health;
+    s->player_hunger = hunger;
+    s->player_thirst = thirst;
+    s->player_fatigue = fatigue;
+    s->player_recover = recover;
     s->player_recover_mana = recover_mana;
 }
 

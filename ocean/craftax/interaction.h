@@ -223,6 +223,8 @@ CRAFTAX_FN void light_torch(GameState* s, int r, int c) {
 // place_block: table, furnace, stone, torch or sapling on the cell in front, if it is on the map
 // and free of mobs and of the player.
 CRAFTAX_FN void place_block(GameState* s, int action) {
+    int placing = (action >= ACTION_PLACE_STONE && action <= ACTION_PLACE_PLANT) || action == ACTION_PLACE_TORCH;
+    if (!placing) return;
     int r = s->player_position[0] + direction_row(s->player_direction);
     int c = s->player_position[1] + direction_col(s->player_direction);
     if (!in_bounds(r, c) || is_in_mob(s, r, c)) return;

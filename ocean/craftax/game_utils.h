@@ -114,11 +114,11 @@ CRAFTAX_FN void unlock(GameState* s, int achievement, int condition) {
 }
 
 // jnp.argmax(logical_not(mask)): the first free slot, 0 when every slot is taken.
+// Every slot is read, with no early exit, so that the reads do not wait on one another.
 CRAFTAX_FN int first_free_slot(const uint8_t* mask, int n) {
-    for (int i = 0; i < n; i++) {
-        if (!mask[i]) return i;
-    }
-    return 0;
+    int slot = 0;
+    for (int i = n - 1; i >= 0; i--) slot = mask[i] ? slot : i;
+    return slot;
 }
 
 CRAFTAX_FN int count_alive(const uint8_t* mask, int n) {

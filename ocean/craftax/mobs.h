@@ -530,60 +530,69 @@ __device__ static int choose_spawn_cell_in_warp(unsigned lanes, int spawning, fl
 }
 #endif
 
-// The spawn of one mob class: the chance was drawn already; the slot's type is set even when
-// nothing spawns (as in the reference, where it can retype a live mob on the boss floor).
-#define SPAWN_MOB(s, mobs, count, mob_class, type, spawning, cell_roll, area)                                 \
-    spawn_mob(s, (mobs).position[(s)->player_level], (mobs).health[(s)->player_level], (mobs).mask[(s)->player_level], \
-              (mobs).type_id[(s)->player_level], count, mob_class, type, spawning, cell_roll, area)
+// The spawn of one mob class into `slot`, its first free slot: the chance was drawn already; the
+// slot's type is set even when nothing spawns (as in the reference, where it can retype a live
+// mob on the boss floor).
+#define SPAWN_MOB(f, mobs, slot, mob_class, type, spawning, cell_roll, area)                                      \
+    spawn_mob(f, (mobs).position[(f)->level], (mobs).health[(f)->level], (mobs).mask[(f)->level],                 \
+              (mobs).type_id[(f)->level], slot, mob_class, type, spawning, cell_roll, area)
 
-CRAFTAX_FN void spawn_mob(GameState* s, int32_t (*position)[2], float* health, uint8_t* mask, uint8_t* type_id, int count,
-                          int mob_class, int type, int spawning, float cell_roll, int area) {
-    int slot = first_free_slot(mask, count);
+CRAFTAX_FN void spawn_mob(const PlayerFloor* f, int32_t (*position)[2], float* health, uint8_t* mask, uint8_t* type_id,
+                          int slot, int mob_class, int type, int spawning, float cell_roll, int area) {
+    int row = position[slot][0], col = position[slot][1];
+    int alive = mask[slot];
 #ifdef __CUDA_ARCH__
-    int cell = choose_spawn_cell_in_warp(craftax_stepping_lanes(), spawning, cell_roll, s, area);
+    int cell = choose_spawn_cell_in_warp(craftax_stepping_lanes(), spawning, cell_roll, f->s, area);
 #else
-    int cell = spawning ? choose_spawn_cell(cell_roll, s, area) : -1;
+    int cell = spawning ? choose_spawn_cell(cell_roll, f->s, area) : -1;
 #endif
     if (cell >= 0) {
-        position[slot][0] = cell / MAP_SIZE;
-        position[slot][1] = cell % MAP_SIZE;
+        row = cell / MAP_SIZE;
+        col = cell % MAP_SIZE;
+        alive = 1;
+        position[slot][0] = row;
+        position[slot][1] = col;
         health[slot] = TABLE(MOB_HEALTH)[type * 4 + mob_class];
         mask[slot] = 1;
     }
     type_id[slot] = (uint8_t)type;
-    int map_cell = map_write_index(position[slot][0], position[slot][1]);
-    if (map_cell >= 0 && mask[slot]) level_mobs(s)[map_cell] = 1;
+    int map_cell = map_write_index(row, col);
+    if (map_cell >= 0 && alive) f->mobs[map_cell] = 1;
 }
 
+// Everything the three spawns read of the state is read before the first of them writes
+// (PlayerFloor); the spawn choice reads the maps as each spawn leaves them.
 CRAFTAX_FN void spawn_mobs(const StepDraws* draws, GameState* s) {
-    int l = s->player_level;
-    int boss = is_fighting_boss(s);
+    PlayerFloor f = player_floor(s);
+    int l = f.level;
+    int boss = is_boss_floor(&f);
     // Triple rate on floors not cleared yet; the boss floor spawns in waves.
     int coefficient = 1 + (s->monsters_killed[l] < MONSTERS_KILLED_TO_CLEAR_LEVEL) * 2;
     coefficient *= boss ? is_boss_spawn_wave(s) * 1000 : 1;
     const float* chance = &TABLE(FLOOR_MOB_SPAWN_CHANCE)[l * 4];
     int boss_floor_types = iclamp(s->boss_progress, 0, NUM_LEVELS - 1) * 3;
+    float darkness = 1.0f - s->light_level;
+    SpawnDraws passive = draws->spawn[MOB_PASSIVE], melee = draws->spawn[MOB_MELEE], ranged = draws->spawn[MOB_RANGED];
+    const uint8_t* passive_mask = s->passive_mobs.mask[l];
+    const uint8_t* melee_mask = s->melee_mobs.mask[l];
+    const uint8_t* ranged_mask = s->ranged_mobs.mask[l];
+    int passive_alive = count_alive(passive_mask, MAX_PASSIVE_MOBS), passive_slot = first_free_slot(passive_mask, MAX_PASSIVE_MOBS);
+    int melee_alive = count_alive(melee_mask, MAX_MELEE_MOBS), melee_slot = first_free_slot(melee_mask, MAX_MELEE_MOBS);
+    int ranged_alive = count_alive(ranged_mask, MAX_RANGED_MOBS), ranged_slot = first_free_slot(ranged_mask, MAX_RANGED_MOBS);
 
-    const SpawnDraws* passive = &draws->spawn[MOB_PASSIVE];
-    int spawning = count_alive(s->passive_mobs.mask[l], MAX_PASSIVE_MOBS) < MAX_PASSIVE_MOBS && !boss &&
-                   passive->roll < chance[0];
-    SPAWN_MOB(s, s->passive_mobs, MAX_PASSIVE_MOBS, MOB_PASSIVE, TABLE(FLOOR_MOB_TYPE)[l * 3 + MOB_PASSIVE], spawning,
-              passive->cell_roll, SPAWN_PASSIVE);
+    int spawning = passive_alive < MAX_PASSIVE_MOBS && !boss && passive.roll < chance[0];
+    SPAWN_MOB(&f, s->passive_mobs, passive_slot, MOB_PASSIVE, TABLE(FLOOR_MOB_TYPE)[l * 3 + MOB_PASSIVE], spawning,
+              passive.cell_roll, SPAWN_PASSIVE);
 
     int melee_type = TABLE(FLOOR_MOB_TYPE)[(boss ? boss_floor_types : l * 3) + MOB_MELEE];
-    const SpawnDraws* melee = &draws->spawn[MOB_MELEE];
-    float darkness = 1.0f - s->light_level;
     float melee_chance = chance[1] + chance[3] * (darkness * darkness);
-    spawning = count_alive(s->melee_mobs.mask[l], MAX_MELEE_MOBS) < MAX_MELEE_MOBS &&
-               melee->roll < melee_chance * (float)coefficient;
-    SPAWN_MOB(s, s->melee_mobs, MAX_MELEE_MOBS, MOB_MELEE, melee_type, spawning, melee->cell_roll,
+    spawning = melee_alive < MAX_MELEE_MOBS && melee.roll < melee_chance * (float)coefficient;
+    SPAWN_MOB(&f, s->melee_mobs, melee_slot, MOB_MELEE, melee_type, spawning, melee.cell_roll,
               boss ? SPAWN_BOSS_WAVE : SPAWN_MONSTER);
 
     int ranged_type = TABLE(FLOOR_MOB_TYPE)[(boss ? boss_floor_types : l * 3) + MOB_RANGED];
-    const SpawnDraws* ranged = &draws->spawn[MOB_RANGED];
-    spawning = count_alive(s->ranged_mobs.mask[l], MAX_RANGED_MOBS) < MAX_RANGED_MOBS &&
-               ranged->roll < chance[2] * (float)coefficient;
+    spawning = ranged_alive < MAX_RANGED_MOBS && ranged.roll < chance[2] * (float)coefficient;
     // Deep things (ranged type 5) live in water.
     int area = boss ? SPAWN_BOSS_WAVE : (ranged_type == 5 ? SPAWN_MONSTER_IN_WATER : SPAWN_MONSTER);
-    SPAWN_MOB(s, s->ranged_mobs, MAX_RANGED_MOBS, MOB_RANGED, ranged_type, spawning, ranged->cell_roll, area);
+    SPAWN_MOB(&f, s->ranged_mobs, ranged_slot, MOB_RANGED, ranged_type, spawning, ranged.cell_roll, area);
 }

@@ -36,8 +36,8 @@ CRAFTAX_FN int in_bounds(int r, int c) { return r >= 0 && r < MAP_SIZE && c >= 0
 CRAFTAX_FN int is_in_solid_block(GameState* s, int r, int c) { return TABLE(SOLID_BLOCK)[block_at(s, r, c)]; }
 
 // The player's floor and place, for code that stores into the state between its queries (the
-// mobs' moves): nvcc assumes any store may change any field, so a field read after a store is
-// read from memory again, and these are read once instead.
+// mobs' moves and spawns): nvcc assumes any store may change any field, so a field read after a
+// store is read from memory again, and these are read once instead.
 typedef struct {
     GameState* s;
     uint8_t* map;   // the player's floor of the block map

@@ -85,10 +85,10 @@ CRAFTAX_FN int attack_mob(GameState* s, int r, int c, const float* damage, int c
     return (melee >= 0) | (passive >= 0) | (ranged >= 0);
 }
 
-// spawn_projectile: the first free slot of the floor gets the projectile.
-#define SPAWN_PROJECTILE(s, projectiles, directions, count, r, c, dr, dc, type)                        \
-    spawn_projectile((projectiles).position[(s)->player_level], (projectiles).mask[(s)->player_level], \
-                     (projectiles).type_id[(s)->player_level], (directions)[(s)->player_level], count, r, c, dr, dc, type)
+// spawn_projectile: the first free slot of floor `level` gets the projectile.
+#define SPAWN_PROJECTILE(projectiles, directions, level, count, r, c, dr, dc, type)                  \
+    spawn_projectile((projectiles).position[level], (projectiles).mask[level], (projectiles).type_id[level], \
+                     (directions)[level], count, r, c, dr, dc, type)
 
 CRAFTAX_FN void spawn_projectile(int32_t (*position)[2], uint8_t* mask, uint8_t* type_id, int16_t (*direction)[2],
                                  int count, int r, int c, int dr, int dc, int type) {

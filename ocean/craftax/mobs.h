@@ -141,9 +141,8 @@ CRAFTAX_FN void move_ranged_mob(const RangedMobDraws* draws, const PlayerFloor* 
     attacking = attacking && cooldown <= 0 && alive;
     if (attacking) {
         if (count_alive(s->mob_projectiles.mask[l], MAX_MOB_PROJECTILES) < MAX_MOB_PROJECTILES) {
-            spawn_projectile(s->mob_projectiles.position[l], s->mob_projectiles.mask[l], s->mob_projectiles.type_id[l],
-                             s->mob_projectile_directions[l], MAX_MOB_PROJECTILES, row, col, towards_r, towards_c,
-                             TABLE(RANGED_MOB_PROJECTILE)[type]);
+            SPAWN_PROJECTILE(s->mob_projectiles, s->mob_projectile_directions, l, MAX_MOB_PROJECTILES, row, col,
+                             towards_r, towards_c, TABLE(RANGED_MOB_PROJECTILE)[type]);
         }
         proposed[0] = row;
         proposed[1] = col;

@@ -36,7 +36,7 @@ CRAFTAX_FN void shoot_arrow(GameState* s, int action) {
                    count_alive(s->player_projectiles.mask[level], MAX_PLAYER_PROJECTILES) < MAX_PLAYER_PROJECTILES;
     if (!shooting) return;
     int d = s->player_direction;
-    SPAWN_PROJECTILE(s, s->player_projectiles, s->player_projectile_directions, MAX_PLAYER_PROJECTILES,
+    SPAWN_PROJECTILE(s->player_projectiles, s->player_projectile_directions, level, MAX_PLAYER_PROJECTILES,
                      s->player_position[0], s->player_position[1], direction_row(d), direction_col(d), PROJECTILE_ARROW2);
     s->inventory.arrows -= 1;
     s->achievements[ACH_FIRE_BOW] = 1;
@@ -51,7 +51,7 @@ CRAFTAX_FN void cast_spell(GameState* s, int action) {
     int iceball = can_cast && action == ACTION_CAST_ICEBALL && s->learned_spells[1];
     if (!fireball && !iceball) return;
     int d = s->player_direction;
-    SPAWN_PROJECTILE(s, s->player_projectiles, s->player_projectile_directions, MAX_PLAYER_PROJECTILES,
+    SPAWN_PROJECTILE(s->player_projectiles, s->player_projectile_directions, level, MAX_PLAYER_PROJECTILES,
                      s->player_position[0], s->player_position[1], direction_row(d), direction_col(d),
                      fireball ? PROJECTILE_FIREBALL : PROJECTILE_ICEBALL);
     s->player_mana -= 2;
@@ -195,26 +195,24 @@ CRAFTAX_FN void update_player_intrinsics(GameState* s, int action) {
     }
 
     fatigue = sleeping ? fminf(fatigue - 1.0f, 0.0f) : fatigue + decay;
-    int32_t starting_energy = energy;
     if (fatigue > 30.0f) {
-        energy = imax(starting_energy - not_boss, 0);
+        energy = imax(energy - not_boss, 0);
         fatigue = 0.0f;
     }
     if (fatigue < -10.0f) {
-        energy = imin(starting_energy + 1, most_energy);
+        energy = imin(energy + 1, most_energy);
         fatigue = 0.0f;
     }
 
     int all_necessities = food > 0 && drink > 0 && (energy > 0 || sleeping);
     float recover_add = all_necessities ? (sleeping ? 2.0f : 1.0f) : (sleeping ? -0.5f : -1.0f) * (float)not_boss;
     recover += recover_add;
-    float starting_health = health;
     if (recover > 25.0f) {
-        health = fminf(starting_health + 1.0f, most_health);
+        health = fminf(health + 1.0f, most_health);
         recover = 0.0f;
     }
     if (recover < -15.0f) {
-        health = starting_health - 1.0f;
+        health -= 1.0f;
         recover = 0.0f;
     }
 

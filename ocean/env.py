@@ -76,6 +76,8 @@ class OceanEnv(PufferEnv):
         self.num_agents = self.num_envs * self.agents_per_env
         self.params = params
         super().__init__(buf)
+        # Every agent of a C game is live at every step; the buffer given may start zeroed.
+        self.masks[:] = True
         for buffer_name in ("observations", "actions", "rewards", "terminals", "truncations"):
             if not getattr(self, buffer_name).flags.c_contiguous:
                 raise APIUsageError(f"{self.name}: buffer '{buffer_name}' must be C-contiguous")

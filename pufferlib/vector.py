@@ -978,6 +978,9 @@ class Multiprocessing(VecEnv):
         # the last process that maps it, however the processes end.
         self.shared = context.RawArray("B", size)
         arrays = _shared_arrays(self.shared, layout)
+        # Every agent starts live, as in the buffers of the other backends (allocate_buffers): an
+        # env whose agents are never padded need not write its masks.
+        arrays["masks"][:] = True
         self._bind_buffers({name: arrays[name] for name in BUFFER_NAMES})
         self.states = arrays["worker_states"]
         self.seeds = arrays["worker_seeds"]

@@ -105,14 +105,15 @@ def squared(buf=None, num_envs=1, num_threads=1):
 
 
 def rollout(envs, steps, seed=7, action_seed=0):
-    """Observations, rewards, terminals and infos of a seeded random-action rollout."""
+    """Observations, rewards, terminals, truncations, masks and infos of a seeded random-action
+    rollout."""
     observations, infos = envs.reset(seed=seed)
-    frames, all_infos = [observations.copy()], [infos]
+    frames, all_infos = [(observations.copy(), envs.masks.copy())], [infos]
     rng = np.random.default_rng(action_seed)
     for _ in range(steps):
         actions = random_actions(envs.single_action_space, envs.agents_per_batch, rng)
         observations, rewards, terminals, truncations, infos = envs.step(actions)
-        frames.append((observations.copy(), rewards.copy(), terminals.copy(), truncations.copy()))
+        frames.append((observations.copy(), rewards.copy(), terminals.copy(), truncations.copy(), envs.masks.copy()))
         all_infos.append(infos)
     envs.close()
     return frames, all_infos
@@ -123,9 +124,7 @@ def assert_same_rollouts(a, b):
     frames_b, infos_b = b
     assert len(frames_a) == len(frames_b)
     for frame_a, frame_b in zip(frames_a, frames_b):
-        for x, y in zip(
-            frame_a if isinstance(frame_a, tuple) else [frame_a], frame_b if isinstance(frame_b, tuple) else [frame_b]
-        ):
+        for x, y in zip(frame_a, frame_b):
             assert np.array_equal(x, y)
     assert [summarize(infos) for infos in infos_a] == [summarize(infos) for infos in infos_b]
 
@@ -164,6 +163,24 @@ def test_serial_and_multiprocessing_give_identical_streams(name):
         assert_same_rollouts(reference, rollout(vector.make(creator, backend="native", num_envs=num_envs), 60))
     # Episodes ended within 60 steps, so infos did travel through the pipes.
     assert any(reference[1])
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("backend, batch_size", [("serial", 8), ("native", 8), ("native", 4), ("multiprocessing", 8), ("multiprocessing", 4)])
+def test_every_agent_of_an_ocean_env_is_live_in_every_backend(backend, batch_size):
+    """A trainer stores only the agents whose mask is set: an Ocean env's agents are all live, at
+    reset and at every step, whoever allocated the buffers they write."""
+    num_workers = None if backend == "native" else 2  # native: one env object per batch
+    envs = vector.make(squared, backend=backend, num_envs=8, num_workers=num_workers, batch_size=batch_size)
+    envs.async_reset(seed=0)
+    returned = 0
+    for _ in range(6):
+        *_, env_ids, masks = envs.recv()
+        assert masks.dtype == bool and masks.all(), (backend, env_ids, masks)
+        returned += len(env_ids)
+        envs.send(np.zeros(len(env_ids), np.int32))
+    envs.close()
+    assert returned == 6 * batch_size
 
 
 def native_streams(envs, steps, actions, state=None, start=0):

@@ -1,12 +1,17 @@
 """Steps per second of every Ocean env, and the fixed Python cost of one step() call.
 
 Usage: python scripts/bench_ocean.py [--envs squared,bandit] [--counts 1024,4096,16384] [--seconds 1]
+       python scripts/bench_ocean.py --envs none --games pong --craftax-envs 0   # pong only
        python scripts/bench_ocean.py --envs none --craftax-envs 1024   # Craftax only
 
-Each env is stepped with uniformly random actions (a cache of pregenerated batches, copied into
-the env's action buffer every step, as a trainer would) on one thread and on every core. The peer
-in the same run is the same Squared game written as vectorized numpy, the fastest way to write
-it without C.
+Env names are short (pong) or registered (puffer_pong). Each env is stepped with uniformly random
+actions (a cache of pregenerated batches, copied into the env's action buffer every step, as a
+trainer would) on one thread and on every core, by calling the Ocean env's step() directly: the
+C game's own speed, with no vector backend in between and no action drawn per step. `puffer bench
+ENV` measures something else: the env as training runs it, at its config's env count and threads,
+through the vector backend's send/recv, with actions drawn afresh every step, so it reports less.
+The peer in the same run is the same Squared game written as vectorized numpy, the fastest way to
+write it without C.
 
 The games (breakout, pong, snake, connect4) have their own section (--games, 'none' to skip): each
 stepped on one thread with random actions at the size the original Ocean's figures were measured
@@ -26,6 +31,7 @@ import time
 import numpy as np
 
 import ocean
+from pufferlib.exceptions import did_you_mean
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy_games  # noqa: E402
@@ -139,7 +145,8 @@ def numpy_game_sps(name, params, seconds):
 
 
 def games_section(names, seconds):
-    print("\nGames, 1 thread, random actions: agent steps/second, C vecenv vs vectorised numpy (same run)")
+    print("\nGames, 1 thread, random actions from a pregenerated cache, step() called directly (no vector backend):"
+          "\nagent steps/second, C vecenv vs vectorised numpy (same run)")
     header = f"{'env':<18}{'envs x agents':>15}{'C':>10}{'numpy':>10}{'C/numpy':>9}{'target':>9}{'C/target':>10}"
     print(header)
     print("-" * len(header))
@@ -199,6 +206,23 @@ def craftax_section(num_envs, pool_size, seconds, cores):
         print(f"(the reset pool itself: {pool_size} worlds, {pool_size * binding.STATE_BYTES / 2**20:.0f} MB, shared by all envs)")
 
 
+def registered_names(parser, flag, text, valid):
+    """The registered names a comma-separated ``flag`` value lists (each short, like pong, or
+    registered, like puffer_pong; 'none' for none); an unknown one is a usage error listing the
+    valid ones."""
+    if text == "none":
+        return []
+    names = []
+    for name in text.split(","):
+        registered = name if name.startswith("puffer_") else f"puffer_{name}"
+        if registered not in valid:
+            hint = did_you_mean(registered, valid, ignore_prefix="puffer_")
+            shown = ", ".join(sorted(key.removeprefix("puffer_") for key in valid))
+            parser.error(f"{flag}: unknown env {name!r}.{hint} Valid: {shown}, or none")
+        names.append(registered)
+    return names
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--envs", default=",".join(name for name in ocean.ENVS if name not in CRAFTAX_ENVS + tuple(GAME_BENCH)),
@@ -209,13 +233,16 @@ def main():
     parser.add_argument("--craftax-envs", type=int, default=1024, help="Craftax envs per run (0: skip Craftax)")
     parser.add_argument("--craftax-pool", type=int, default=1024, help="worlds in the Craftax reset pool")
     args = parser.parse_args()
+    envs = registered_names(parser, "--envs", args.envs, ocean.ENVS)
+    games = registered_names(parser, "--games", args.games, list(GAME_BENCH))
     cores = os.cpu_count()
     counts = [int(c) for c in args.counts.split(",")]
-    print(f"{cpu_name()}, {cores} cores; steps/second in millions (agent steps), random actions\n")
+    print(f"{cpu_name()}, {cores} cores; steps/second in millions (agent steps), random actions from a "
+          "pregenerated cache, step() called directly (no vector backend)\n")
     header = f"{'env':<20}{'envs':>7}{'1 thread':>11}{f'{cores} threads':>12}{'scaling':>9}"
     print(header)
     print("-" * len(header))
-    for name in [] if args.envs == "none" else args.envs.split(","):
+    for name in envs:
         for count in counts:
             single = steps_per_second(ocean.make(name, num_envs=count, num_threads=1), args.seconds)
             multi = steps_per_second(ocean.make(name, num_envs=count, num_threads=cores), args.seconds)
@@ -227,8 +254,8 @@ def main():
         print(f"squared, {count} envs, 1 thread: C vecenv {ours / 1e6:.1f}M, numpy peer {peer / 1e6:.1f}M "
               f"-> {ours / peer:.1f}x")
     print(f"\nfixed cost of one step() call from Python: {fixed_step_cost() * 1e6:.2f} us")
-    if args.games != "none":
-        games_section(args.games.split(","), args.seconds)
+    if games:
+        games_section(games, args.seconds)
     if args.craftax_envs:
         craftax_section(args.craftax_envs, args.craftax_pool, args.seconds, cores)
 

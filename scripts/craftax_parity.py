@@ -1,5 +1,7 @@
 """Craftax parity: the C game (ocean/craftax) against the JAX reference (PyPI `craftax`), from the
 same keys; reports the first divergence by field name, step and env (ocean/craftax/parity.py).
+Exits 1 when anything differs, a generated world included (the steps check prints such a world's
+differences and resynchronises it to check the step, but the run still fails), else 0.
 
     python scripts/craftax_parity.py worldgen --seeds 64        # reset states + observations
     python scripts/craftax_parity.py rng --keys 256             # PRNG and samplers
@@ -32,15 +34,17 @@ def main():
     steps.add_argument("--policy", choices=["random", "descend"], default="random")
     steps.add_argument("--state-every", type=int, default=100, help="compare whole states every N steps (0: never)")
     args = parser.parse_args()
+    world_differences = []
     if args.check == "worldgen":
         divergences = check_worldgen(args.seeds, args.start)
         total = args.seeds
     elif args.check == "steps":
         divergences, statistics = check_steps(args.seeds, args.steps, args.start, args.policy, args.state_every)
+        world_differences = statistics["reset_worlds"]
         total = f"{args.seeds} envs x {statistics['steps']} steps ({args.policy}, {statistics['episodes']} episodes ended,"
         total += f" deepest floor per env: {np.bincount(statistics['deepest'], minlength=9).tolist()} envs on floors 0..8;"
-        total += f" {len(statistics['reset_worlds'])} generated worlds differed and were resynchronised)"
-        for line in statistics["reset_worlds"]:
+        total += f" {len(world_differences)} generated worlds differed and were resynchronised)"
+        for line in world_differences:
             print("  world generation: " + line)
     else:
         divergences = check_rng(args.keys)
@@ -48,7 +52,7 @@ def main():
     print(f"{args.check}: {total} cases, {len(divergences)} divergences")
     for line in divergences[:20]:
         print("  " + line)
-    return 1 if divergences else 0
+    return 1 if divergences or world_differences else 0
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup build train test test-fast bench lint clean
+.PHONY: setup build train test test-fast bench results-page lint clean
 
 setup: $(STAMP)
 
@@ -39,8 +39,15 @@ test: build
 test-fast: build
 	$(BIN)/python -m pytest -q -rs -m "not slow and not docker and not ray and not reference and not gpu"
 
+# Measures every Ocean env on this machine, stores the figures in benchmarks/results.jsonl
+# (replacing this machine's earlier ones) and rewrites BENCHMARKS.md from them.
 bench: build
-	$(BIN)/python scripts/bench_ocean.py
+	$(BIN)/python scripts/bench_ocean.py --record
+	$(BIN)/python scripts/results_page.py
+
+# BENCHMARKS.md from benchmarks/results.jsonl, after any bench script ran with --record.
+results-page:
+	$(PYTHON) scripts/results_page.py
 
 lint: setup
 	$(BIN)/ruff check pufferlib ocean scripts tests

@@ -11,18 +11,24 @@ reference (jit + vmap + lax.scan, auto-reset). Every row uses a reset pool of --
 the JAX reference, which has none. --kernels adds each GPU row's device time per step by kernel
 (the env's step, observation and reset kernels, and the rest), from the torch profiler.
 --envs-per-warp sets the GPU env's step kernel's warp width instead of the env's own choice.
+--record stores each GPU row beside the C env of the same observation, and the JAX reference, as
+records (scripts/results.py) for BENCHMARKS.md.
 """
 
 import argparse
 import os
 import platform
 import re
+import sys
 import time
 
 import numpy as np
 
 import ocean.craftax as craftax
 from ocean.craftax import binding, gpu
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import results  # noqa: E402
 
 # Bytes a GPU env holds per env beyond its state and observation (the C env struct, episode sums).
 ENV_OVERHEAD_BYTES = 1024
@@ -155,22 +161,25 @@ def main():
     parser.add_argument("--kernels", action="store_true", help="each GPU row's device time per step by kernel")
     parser.add_argument("--envs-per-warp", type=int, choices=gpu.ENVS_PER_WARP,
                         help="of the GPU env's step kernel (default: the env's own choice for the count)")
+    results.add_record_flag(parser)
     args = parser.parse_args()
 
     import torch
 
-    rows = []
+    rows, gpu_rates, cpu_rates = [], [], {}
     print(f"GPU: {torch.cuda.get_device_name()}; host: {cpu_model()}, {os.cpu_count()} cores", flush=True)
     for count in [int(c) for c in args.counts.split(",")]:
         for env_class in (gpu.CraftaxCompactGPU, gpu.CraftaxGPU):
             rate, note = bench_gpu(torch, env_class, count, args.pool, args.seconds, args.kernels, args.envs_per_warp)
             torch.cuda.empty_cache()  # the closed env's tensors, before the next count
             rows.append((f"GPU {env_class.__name__}", count, rate, note))
+            gpu_rates.append((env_class, count, rate, note))
             print(rows[-1], flush=True)
     if args.cpu_envs:
         for env_class in (craftax.CraftaxCompact, craftax.Craftax):
             rate, note = bench_cpu(env_class, args.cpu_envs, args.pool, args.seconds)
             rows.append((f"C env {env_class.__name__}", args.cpu_envs, rate, note))
+            cpu_rates[env_class.compact] = (f"C env {env_class.__name__}, {args.cpu_envs:,} envs on {os.cpu_count()} threads", rate)
             print(rows[-1], flush=True)
     if args.jax_envs:
         rate, note = bench_jax(args.jax_envs, args.seconds)
@@ -180,6 +189,30 @@ def main():
     for name, count, rate, note in rows:
         shown = "-" if rate is None else f"{rate / 1e6:.2f}M"
         print(f"| {name} | {count:,} | {shown} | {note} |")
+    if args.record:
+        records = recorded(torch.cuda.get_device_name(), args, gpu_rates, cpu_rates, rows[-1] if args.jax_envs else None)
+        print(f"\n{len(records)} records stored in {results.record(records, args.record)}")
+
+
+def recorded(card, args, gpu_rates, cpu_rates, jax_row):
+    """Records of the rows that ran: each GPU row beside the C env of its observation, and the JAX reference."""
+    machine = results.this_machine(gpu=card)
+    warp = f", {args.envs_per_warp} envs per warp" if args.envs_per_warp else ""
+    records = []
+    for env_class, count, rate, note in gpu_rates:
+        if rate is None:
+            continue
+        peer = cpu_rates.get(env_class.compact)
+        records.append(results.measurement(
+            "craftax-gpu", env_class.__name__, f"{count:,} envs, reset pool {args.pool:,} worlds{warp}", rate, "steps/s",
+            peer=None if peer is None else {"what": peer[0], "value": peer[1]}, machine=machine,
+            note=note.split("; per step: ")[1] if args.kernels else None))
+    if jax_row is not None and jax_row[2] is not None:
+        records.append(results.measurement(
+            "craftax-gpu", "JAX reference (CraftaxSymbolicEnv, full observations)",
+            f"{args.jax_envs:,} envs, jit + vmap + scan of 64 steps, no pool", jax_row[2], "steps/s", machine=machine,
+            note=jax_row[3]))
+    return records
 
 
 if __name__ == "__main__":

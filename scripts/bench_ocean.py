@@ -21,6 +21,8 @@ at (4,096 envs; snake: 16 boards of 256 snakes), beside the same game written as
 Craftax has its own section (--craftax-envs envs, 0 to skip): compact and full observations,
 with a reset pool (--craftax-pool worlds) and without one (every reset generates a world, as the
 reference does), and the memory each env holds.
+
+--record stores every figure as a record (scripts/results.py) for BENCHMARKS.md.
 """
 
 import argparse
@@ -35,6 +37,7 @@ from pufferlib.exceptions import did_you_mean
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy_games  # noqa: E402
+import results  # noqa: E402
 
 ACTION_CACHE = 256
 
@@ -144,7 +147,7 @@ def numpy_game_sps(name, params, seconds):
     return steps * agents / (time.perf_counter() - start)
 
 
-def games_section(names, seconds):
+def games_section(names, seconds, records):
     print("\nGames, 1 thread, random actions from a pregenerated cache, step() called directly (no vector backend):"
           "\nagent steps/second, C vecenv vs vectorised numpy (same run)")
     header = f"{'env':<18}{'envs x agents':>15}{'C':>10}{'numpy':>10}{'C/numpy':>9}{'target':>9}{'C/target':>10}"
@@ -159,6 +162,9 @@ def games_section(names, seconds):
         shape = f"{params['num_envs']} x {env.agents_per_env}"
         print(f"{name:<18}{shape:>15}{human_rate(ours):>10}{human_rate(peer):>10}{ours / peer:>8.0f}x"
               f"{human_rate(target):>9}{ours / target:>9.1f}x")
+        records.append(results.measurement(
+            "games", name, f"{params['num_envs']:,} x {env.agents_per_env} agents, 1 thread", ours, "steps/s",
+            peer={"what": "the same game as vectorized numpy", "value": peer}, note=f"target {human_rate(target)}"))
 
 
 def human_rate(value):
@@ -182,7 +188,7 @@ def fixed_step_cost(repeats=200_000):
 CRAFTAX_ENVS = ("puffer_craftax", "puffer_craftax_compact")
 
 
-def craftax_section(num_envs, pool_size, seconds, cores):
+def craftax_section(num_envs, pool_size, seconds, cores, records):
     """Craftax steps per second: compact and full, with and without a reset pool, 1 and all cores."""
     from ocean.craftax import Craftax
 
@@ -200,10 +206,22 @@ def craftax_section(num_envs, pool_size, seconds, cores):
             memory = Craftax.memory_per_env(compact) / 1024
             label = f"{pool} worlds" if pool else "off"
             print(f"{name:<24}{label:>12}{rates[0] / 1e3:>11.0f}{rates[1] / 1e3:>12.0f}{memory:>10.0f}KB")
+            shown = f"{pool:,} worlds" if pool else "off"
+            for threads, rate in zip((1, cores), rates):
+                records.append(results.measurement(
+                    "craftax-cpu", name, f"{num_envs:,} envs, reset pool {shown}, {threads_setting(threads)}", rate,
+                    "steps/s", note=f"{memory:.0f} KB per env"))
     if pool_size:
         from ocean.craftax import binding
 
         print(f"(the reset pool itself: {pool_size} worlds, {pool_size * binding.STATE_BYTES / 2**20:.0f} MB, shared by all envs)")
+
+
+def threads_setting(threads):
+    """How a record names its threads: how they wait matters once there are several."""
+    if threads == 1:
+        return "1 thread"
+    return f"{threads} threads, OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}"
 
 
 def registered_names(parser, flag, text, valid):
@@ -232,11 +250,13 @@ def main():
     parser.add_argument("--games", default=",".join(GAME_BENCH), help="games for the games section, or 'none'")
     parser.add_argument("--craftax-envs", type=int, default=1024, help="Craftax envs per run (0: skip Craftax)")
     parser.add_argument("--craftax-pool", type=int, default=1024, help="worlds in the Craftax reset pool")
+    results.add_record_flag(parser)
     args = parser.parse_args()
     envs = registered_names(parser, "--envs", args.envs, ocean.ENVS)
     games = registered_names(parser, "--games", args.games, list(GAME_BENCH))
     cores = os.cpu_count()
     counts = [int(c) for c in args.counts.split(",")]
+    records = []
     print(f"{cpu_name()}, {cores} cores; steps/second in millions (agent steps), random actions from a "
           "pregenerated cache, step() called directly (no vector backend)\n")
     header = f"{'env':<20}{'envs':>7}{'1 thread':>11}{f'{cores} threads':>12}{'scaling':>9}"
@@ -247,17 +267,25 @@ def main():
             single = steps_per_second(ocean.make(name, num_envs=count, num_threads=1), args.seconds)
             multi = steps_per_second(ocean.make(name, num_envs=count, num_threads=cores), args.seconds)
             print(f"{name:<20}{count:>7}{single / 1e6:>11.1f}{multi / 1e6:>12.1f}{multi / single:>8.2f}x")
+            records.append(results.measurement("ocean", name, f"{count:,} envs, 1 thread", single, "steps/s"))
+            records.append(results.measurement("ocean", name, f"{count:,} envs, {threads_setting(cores)}", multi, "steps/s"))
     print()
     for count in counts:
         ours = steps_per_second(ocean.make("squared", num_envs=count), args.seconds)
         peer = numpy_squared_sps(count, args.seconds)
         print(f"squared, {count} envs, 1 thread: C vecenv {ours / 1e6:.1f}M, numpy peer {peer / 1e6:.1f}M "
               f"-> {ours / peer:.1f}x")
-    print(f"\nfixed cost of one step() call from Python: {fixed_step_cost() * 1e6:.2f} us")
+        records.append(results.measurement("ocean", "puffer_squared against numpy", f"{count:,} envs, 1 thread", ours,
+                                           "steps/s", peer={"what": "Squared as vectorized numpy", "value": peer}))
+    step_cost = fixed_step_cost()
+    print(f"\nfixed cost of one step() call from Python: {step_cost * 1e6:.2f} us")
+    records.append(results.measurement("ocean", "step() call from Python", "1 bandit env", step_cost * 1e6, "us"))
     if games:
-        games_section(games, args.seconds)
+        games_section(games, args.seconds, records)
     if args.craftax_envs:
-        craftax_section(args.craftax_envs, args.craftax_pool, args.seconds, cores)
+        craftax_section(args.craftax_envs, args.craftax_pool, args.seconds, cores, records)
+    if args.record:
+        print(f"\n{len(records)} records stored in {results.record(records, args.record)}")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ warm-up build, each round times `make tank` with no edit, after a Python edit (p
 and after a C edit of one env (ocean/squared/squared.h: code, since ccache sees through comments).
 The peer, measured in the same run, is what every edit cost before the compile was cached: all
 Ocean extensions compiled from scratch on the host (`setup.py build_ext --inplace --parallel 2`,
-without the CUDA library).
+without the CUDA library). --record stores each edit's median beside the peer as records
+(scripts/results.py) for BENCHMARKS.md.
 """
 
 import argparse
@@ -19,6 +20,9 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import results  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SKIP = shutil.ignore_patterns(
@@ -59,6 +63,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--base-image", default="puffertank/bookworm-rootfs")
     parser.add_argument("--prefix", default="puffertank-ci")
+    results.add_record_flag(parser)
     args = parser.parse_args()
     flags = f"--prefix {args.prefix} --base-image {args.base_image}"
 
@@ -91,6 +96,14 @@ def main():
         median = sorted(times)[len(times) // 2]
         print(f"| {name} | {', '.join(f'{t:.1f}' for t in times)} | {median:.1f} | {peer / median:.0f}x faster |")
     print(f"\npeer, same run: every Ocean extension compiled from scratch on the host: {peer:.1f} s")
+    if args.record:
+        records = [
+            results.measurement("tank", "make tank", name, sorted(times)[len(times) // 2], "s", runs=times,
+                                peer={"what": "every Ocean extension compiled from scratch on the host", "value": peer},
+                                note=f"images on {args.base_image}")
+            for name, times in rows.items()
+        ]
+        print(f"{len(records)} records stored in {results.record(records, args.record)}")
 
 
 if __name__ == "__main__":

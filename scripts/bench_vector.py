@@ -24,6 +24,9 @@ and range), per batch, against the time of one batch's step. Usage:
     python scripts/bench_vector.py                       # everything, 16 envs, 2 s per run
     python scripts/bench_vector.py --envs cartpole --seconds 5
     python scripts/bench_vector.py --envs synthetic --synthetic 1e-4:1e-4 --synthetic 1e-5:0
+
+--record stores each pufferlib backend's best layout beside its Gymnasium peer, and the action
+checks' cost, as records (scripts/results.py) for BENCHMARKS.md.
 """
 
 import argparse
@@ -38,6 +41,9 @@ import numpy as np
 from pufferlib import vector
 from pufferlib.emulation import GymnasiumPufferEnv
 from pufferlib.spaces import ActionBounds
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import results  # noqa: E402
 
 ACTION_TABLE_ROWS = 1024
 
@@ -176,9 +182,14 @@ def pool_layouts(num_envs, cores):
     ]
 
 
-def run(name, env_id, kwargs, num_envs, seconds, cores, repeats, mp_kwargs):
+BACKEND_NAMES = {"serial": "Serial", "mp-sync": "Multiprocessing", "mp-pool": "Multiprocessing pool"}
+GYMNASIUM_NAMES = {"gym-sync": "Gymnasium SyncVectorEnv", "gym-async": "Gymnasium AsyncVectorEnv"}
+
+
+def run(name, env_id, kwargs, num_envs, seconds, cores, repeats, mp_kwargs, records):
     """Measures every backend ``repeats`` times, interleaved (so a burst of load from other
-    processes on the machine hits all backends alike), and prints the medians."""
+    processes on the machine hits all backends alike), prints the medians and adds each
+    pufferlib backend's best layout, beside its Gymnasium peer, to ``records``."""
     configs = [
         ("gym-sync", "1 process", functools.partial(bench_gymnasium, "sync", env_id, kwargs, num_envs, seconds)),
         (
@@ -215,16 +226,23 @@ def run(name, env_id, kwargs, num_envs, seconds, cores, repeats, mp_kwargs):
     for (backend, layout), values in samples.items():
         medians[(backend, layout)] = float(np.median(values))
         print(f"| {backend} | {layout} | {medians[(backend, layout)]:,.0f} | {min(values):,.0f} - {max(values):,.0f} |")
-    best = {}
-    for (backend, _), value in medians.items():
-        best[backend] = max(best.get(backend, 0), value)
+    best, best_layout = {}, {}
+    for (backend, layout), value in medians.items():
+        if value > best.get(backend, 0):
+            best[backend], best_layout[backend] = value, layout
     gym_async, gym_best = best["gym-async"], max(best["gym-async"], best["gym-sync"])
     print()
+    spin = f", spin {mp_kwargs['spin']}" if "spin" in mp_kwargs else ""
     for backend in ("serial", "mp-sync", "mp-pool"):
         print(
             f"- {backend}: {best[backend] / gym_async:.2f}x Gymnasium async (its best configuration), "
             f"{best[backend] / gym_best:.2f}x Gymnasium's best"
         )
+        peer = "gym-async" if backend == "mp-pool" else max(("gym-async", "gym-sync"), key=best.get)
+        records.append(results.measurement(
+            "vector", name, f"{num_envs} envs, {BACKEND_NAMES[backend]}{spin}", best[backend], "steps/s",
+            peer={"what": f"{GYMNASIUM_NAMES[peer]}, {best_layout[peer]}", "value": best[peer]},
+            note=f"best layout: {best_layout[backend]}; median of {repeats}"))
     step_us = num_envs / best["mp-sync"] * 1e6
     for batch in sorted({num_envs, num_envs // 2}):
         check_us = action_check_us(env_id, kwargs, batch)
@@ -232,6 +250,7 @@ def run(name, env_id, kwargs, num_envs, seconds, cores, repeats, mp_kwargs):
             f"- send's action checks, batch of {batch}: {check_us:.2f} us "
             f"({check_us / step_us:.1%} of one {num_envs}-env mp-sync step, {step_us:.0f} us)"
         )
+        records.append(results.measurement("vector", "send's action checks", f"{name}, a batch of {batch}", check_us, "us"))
     sys.stdout.flush()
 
 
@@ -275,6 +294,7 @@ def main():
     parser.add_argument(
         "--spin", type=int, help="Multiprocessing semaphore polls before blocking (default: the library's choice)"
     )
+    results.add_record_flag(parser)
     parser.add_argument(
         "--synthetic",
         action="append",
@@ -291,8 +311,9 @@ def main():
         f"load average before: {' '.join(f'{load:.2f}' for load in os.getloadavg())}; "
         f"Multiprocessing spin: {args.spin if args.spin is not None else 'default'}"
     )
+    records = []
     if "cartpole" in args.envs:
-        run("CartPole-v1", "CartPole-v1", {}, args.num_envs, args.seconds, cores, args.repeats, mp_kwargs)
+        run("CartPole-v1", "CartPole-v1", {}, args.num_envs, args.seconds, cores, args.repeats, mp_kwargs, records)
     if "nethack" in args.envs:
         from pufferlib.environments.nethack import OBSERVATION_KEYS
 
@@ -305,6 +326,7 @@ def main():
             cores,
             args.repeats,
             mp_kwargs,
+            records,
         )
     if "synthetic" in args.envs:
         for mean, std in args.synthetic or [(1e-5, 1e-5), (1e-4, 1e-4), (1e-3, 1e-3), (1e-4, 0.0)]:
@@ -317,8 +339,11 @@ def main():
                 cores,
                 args.repeats,
                 mp_kwargs,
+                records,
             )
     print(f"\nload average after: {' '.join(f'{load:.2f}' for load in os.getloadavg())}")
+    if args.record:
+        print(f"{len(records)} records stored in {results.record(records, args.record)}")
 
 
 if __name__ == "__main__":

@@ -13,13 +13,11 @@ from pathlib import Path
 
 import torch
 
+from pufferlib.exceptions import CheckpointError
+
 CHECKPOINT_NAME = "checkpoint.pt"
 BEST_NAME = "best.pt"  # the policy that scored best on fresh episodes, beside the last one
 CHECKPOINT_FORMAT = "pufferl-checkpoint-1"
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint that is missing, corrupt, or does not fit the env and policy it is loaded into."""
 
 
 def save_atomic(payload, path):

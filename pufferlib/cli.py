@@ -5,33 +5,13 @@
 
 import argparse
 import json
-import re
-import shutil
 import signal
 import sys
 import threading
 import time
 from pathlib import Path
 
-import numpy as np
-import torch
-
 import pufferlib
-import pufferlib.models
-from pufferlib.assemble import make_policy, make_vecenv, resolve_device
-from pufferlib.checkpoint import (
-    BEST_NAME,
-    CHECKPOINT_NAME,
-    CheckpointError,
-    check_architecture,
-    load_weights,
-    new_run_dir,
-    read_checkpoint,
-    resolve_checkpoint,
-    run_dirs,
-    save_atomic,
-    write_atomic,
-)
 from pufferlib.config import (
     DEFAULT_CONFIG,
     ConfigError,
@@ -46,393 +26,18 @@ from pufferlib.config import (
     read_ini,
     recipe_files,
 )
-from pufferlib.dashboard import Dashboard, MetricsLog, epoch_metrics, human
-from pufferlib.distributed import make_world
-from pufferlib.environment import mean_infos
-from pufferlib.evaluate import SolveCheck, score_policy
-from pufferlib.exceptions import APIUsageError, ParameterError, did_you_mean
-from pufferlib.pufferl import NonFiniteError, PuffeRL
-from pufferlib.pytorch import clear_finished, sample_logits
+from pufferlib.exceptions import APIUsageError, CheckpointError, ParameterError, did_you_mean
 
-
-def solve_target(config, env):
-    base = config["base"]
-    if base["solve_score"] == "auto":
-        inner = getattr(env, "driver_env", env)
-        return getattr(inner, "optimal_score", None)
-    return base["solve_score"]
-
-
-def describe_target(config, target):
-    base = config["base"]
-    what = "the optimal score" if base["solve_score"] == "auto" else f"the target {base['solve_metric']}"
-    within = f" within {base['solve_tolerance']:g}" if base["solve_tolerance"] else ""
-    return f"{what} {target:.4g}{within}"
-
-
-def train(env_name, config, resume=None, load_model_path=None):
-    """Trains until total_timesteps; returns the trainer (closed) for inspection, with
-    ``final_score`` (the final policy's statistics on fresh episodes) and ``interrupted``.
-
-    ``resume`` continues a run from its checkpoint in its own directory; ``load_model_path`` starts
-    a new run from saved weights only. Ctrl-C (in the main thread) stops at the next step, saves a
-    checkpoint of the last whole epoch and returns; a second Ctrl-C stops at once. Under torchrun,
-    every rank runs this; rank 0 alone writes the run folder and prints.
-    """
-    world = make_world(config, resolve_device(config["train"]["device"]))
-    completed = False
-    try:
-        trainer = train_ranks(env_name, config, world, resume, load_model_path)
-        completed = True
-        return trainer
-    finally:
-        world.close(completed)
-
-
-def scoring_env_count(num_envs, episodes):
-    """Envs for fresh-episode scoring: the smallest divisor of the training count that holds
-    ``episodes`` envs. Scoring waits until every env has ended an episode, so thousands of envs
-    (a GPU run's) would wait on the longest of thousands of episodes; a divisor keeps envs that
-    group agents (boards, self-play pairs) whole."""
-    return next(count for count in range(1, num_envs + 1) if num_envs % count == 0 and count >= min(episodes, num_envs))
-
-
-def train_ranks(env_name, config, world, resume, load_model_path):
-    train_config, base = config["train"], config["base"]
-    main = world.is_main
-    world.place(config)
-    checkpoint = None
-    if resume:
-        checkpoint = read_checkpoint(resolve_checkpoint(resume, train_config["data_dir"], env_name))
-        if checkpoint["env_name"] != env_name:
-            raise CheckpointError(f"{checkpoint['path']} was trained on {checkpoint['env_name']}, not {env_name}")
-        run_dir = Path(checkpoint["path"]).parent
-    else:
-        run_dir = Path(world.decide(str(new_run_dir(train_config["data_dir"], env_name)) if main else None))
-
-    def abandon():  # a run that never started leaves no folder behind
-        if main and not checkpoint:
-            shutil.rmtree(run_dir, ignore_errors=True)
-
-    try:
-        trainer = start_trainer(env_name, config, world, checkpoint, load_model_path, run_dir)
-    except BaseException:
-        abandon()
-        raise
-    vecenv, policy = trainer.vecenv, trainer.policy
-
-    target = solve_target(config, vecenv)
-    solve_check = SolveCheck(base["solve_metric"], target, base["solve_tolerance"], base["solve_episodes"])
-    # Fresh-episode scoring plays envs of its own (on the CPU: an env's GPU version is the same
-    # game), fewer than training's: their workers and batches are the backend's choice.
-    scoring_config = {**config, "vec": {**config["vec"], "device": "cpu", "num_workers": "auto", "batch_size": "auto"}}
-    scoring_envs = []
-
-    def scoring_env():
-        if not scoring_envs:
-            num_envs = scoring_env_count(vecenv.num_envs, base["solve_episodes"])
-            scoring_envs.append(make_vecenv(env_name, scoring_config, num_envs=num_envs))
-        return scoring_envs[0]
-
-    def scoring_seed():
-        return base["seed"] + 1_000_003 * trainer.epoch + 500_009
-
-    def score_now():
-        return score_policy(trainer, scoring_env(), scoring_seed(), base["solve_episodes"], base["score_max_steps"])
-
-    best_path, checkpoint_path = run_dir / BEST_NAME, run_dir / CHECKPOINT_NAME
-    best = [checkpoint.get("best") if checkpoint else None]  # (value, step) of best.pt
-
-    def keep_if_best(stats):
-        value = stats.get(base["solve_metric"])
-        if value is not None and (best[0] is None or value > best[0][0]):
-            best[0] = (value, trainer.global_step)
-            save_atomic({**trainer.state_dict(), "best": best[0]}, best_path)
-
-    try:
-        metrics = MetricsLog(run_dir, config, resume_epoch=trainer.epoch if checkpoint else None) if main else None
-    except BaseException:
-        trainer.close()
-        abandon()
-        raise
-    dashboard = Dashboard(trainer, run_dir, train_config["dashboard"] if main else "off", train_config["print_interval"])
-    ranks = f" x {world.size} ranks" if world.size > 1 else ""
-    dashboard.say(
-        f"Training {env_name} on {trainer.device}{ranks}: {pufferlib.models.describe(policy)}, {trainer.num_agents} agents, "
-        f"batch {trainer.batch_size}, {trainer.total_minibatches} minibatches of {trainer.minibatch_segments * trainer.horizon}, "
-        f"{human(trainer.total_epochs * trainer.batch_size * world.size)} steps. Run: {run_dir}"
-    )
-
-    def on_interrupt(signum, frame):
-        trainer.stop_requested = True
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C stops at once
-
-    handle_interrupt = threading.current_thread() is threading.main_thread()  # where signals arrive
-    previous_handler = signal.signal(signal.SIGINT, on_interrupt) if handle_interrupt else None
-    trainer.final_score = {}
-    try:
-        while trainer.epoch < trainer.total_epochs:
-            epoch_start, step_start = time.time(), trainer.global_step
-            if not trainer.collect():
-                break
-            trainer.train()
-            sps = (trainer.global_step - step_start) / max(time.time() - epoch_start, 1e-9)
-            if metrics:
-                metrics.log(epoch_metrics(trainer, sps))
-            if trainer.solved is None and solve_check.candidate(trainer.episode_stats):
-                reached, stats = world.decide(
-                    solve_check.confirm(trainer, scoring_env(), scoring_seed(), base["score_max_steps"]) if main else None
-                )
-                value = stats.get(base["solve_metric"])
-                if main:
-                    keep_if_best(stats)
-                if reached:
-                    trainer.solved = (trainer.global_step, trainer.seconds(), value)
-                    dashboard.say(
-                        f"Solved: {describe_target(config, target)} at step {human(trainer.global_step)}, "
-                        f"{trainer.seconds():.1f} s into training ({base['solve_metric']} {value:.4f} on "
-                        f"{stats['episodes']:.0f} fresh episodes)"
-                    )
-                    if base["stop_on_solve"]:
-                        break
-                else:
-                    solve_check.recent.clear()
-                    dashboard.say(
-                        f"Training episodes reached {describe_target(config, target)} at step {human(trainer.global_step)}, "
-                        f"fresh episodes did not ({base['solve_metric']} {describe_value(value)}): training on"
-                    )
-            if main and train_config["checkpoint_interval"] and trainer.epoch % train_config["checkpoint_interval"] == 0:
-                trainer.save_checkpoint(checkpoint_path)
-                if target is not None:
-                    keep_if_best(score_now())
-            dashboard.refresh(sps)
-            if world.size > 1 and world.decide(trainer.stop_requested):
-                trainer.stop_requested = True
-                break
-        trainer.interrupted = trainer.stop_requested
-        if main:
-            if not trainer.interrupted:
-                dashboard.say(f"Scoring the final policy on {base['solve_episodes']} fresh episodes or more")
-                trainer.final_score = score_now()
-                keep_if_best(trainer.final_score)
-            save_atomic({**trainer.state_dict(), "best": best[0]}, checkpoint_path)
-        dashboard.refresh(force=True)
-    finally:
-        dashboard.close()
-        if metrics:
-            metrics.close()
-        trainer.close()
-        for env in scoring_envs:
-            env.close()
-        if handle_interrupt:
-            signal.signal(signal.SIGINT, previous_handler)
-
-    if main:
-        print_summary(env_name, config, trainer, target, best[0], run_dir)
-    trainer.run_dir = run_dir
-    return trainer
-
-
-class RunComplete(Exception):
-    """``--resume`` of a run that has already trained its ``total_timesteps``."""
-
-
-def start_trainer(env_name, config, world, checkpoint, load_model_path, run_dir):
-    """The trainer of a new run (from scratch or from saved weights) or of a resumed one."""
-    train_config = config["train"]
-    vecenv = make_vecenv(env_name, config)
-    try:
-        trainer = PuffeRL(config, vecenv, make_policy(vecenv, config), world)
-    except BaseException:
-        vecenv.close()
-        raise
-    try:
-        if checkpoint:
-            trainer.load_checkpoint(checkpoint)
-            if trainer.epoch >= trainer.total_epochs:
-                raise RunComplete(
-                    f"{run_dir} is complete: it trained {human(trainer.global_step)} of its "
-                    f"{human(train_config['total_timesteps'])} steps. To train it further, give it a larger budget: "
-                    f"puffer train {env_name} --resume {run_dir} --train.total-timesteps N"
-                )
-        elif load_model_path:
-            weights = read_checkpoint(resolve_checkpoint(load_model_path, train_config["data_dir"], env_name))
-            check_architecture(weights, trainer.policy, trainer.vecenv)
-            load_weights(trainer.policy, weights)
-    except BaseException:
-        trainer.close()
-        raise
-    if world.is_main:
-        write_atomic(run_dir / "config.json", json.dumps(config, indent=2))
-    return trainer
-
-
-def describe_value(value):
-    return "none: no episode ended" if value is None else f"{value:.4f}"
-
-
-def describe_stats(stats, solve_metric):
-    """Episode statistics for a summary line. Those at 0 are counted rather than listed (a short
-    Craftax run reaches a few of its 67 achievements), except the solve metric."""
-    shown = [f"{k} {v:.4g}" for k, v in stats.items() if v != 0 or k == solve_metric]
-    zeros = sum(1 for k, v in stats.items() if k != solve_metric and v == 0)
-    if zeros:
-        shown.append(f"{zeros} more at 0")
-    return ", ".join(shown)
-
-
-def print_summary(env_name, config, trainer, target, best, run_dir):
-    """The run's last words: what the final policy does on fresh episodes, against the target."""
-    base = config["base"]
-    checkpoint_path = run_dir / CHECKPOINT_NAME
-    if trainer.interrupted:
-        print(f"Interrupted at step {trainer.global_step}: checkpoint saved to {checkpoint_path}")
-        print(f"Continue with: puffer train {env_name} --resume {run_dir}")
-    else:
-        stats = trainer.final_score
-        episode_stats = {k: v for k, v in stats.items() if k != "episodes"}
-        shown = describe_stats(episode_stats, base["solve_metric"]) or "no episode finished"
-        print(f"Finished {human(trainer.global_step)} steps in {trainer.seconds():.1f} s. Final policy on "
-              f"{stats.get('episodes', 0):.0f} fresh episodes: {shown}")
-        if target is not None:
-            value = stats.get(base["solve_metric"])
-            if value is not None and value >= target - base["solve_tolerance"]:
-                print(f"Solved: the final policy holds {describe_target(config, target)} ({base['solve_metric']} {value:.4f}).")
-            else:
-                print(f"Not solved: the final policy scores {describe_value(value)}, short of {describe_target(config, target)}.")
-            if trainer.solved:
-                step, seconds, solved_value = trainer.solved
-                print(f"First reached at step {human(step)}, after {seconds:.1f} s ({solved_value:.4f} on fresh episodes).")
-    if best is not None and best[0] > trainer.final_score.get(base["solve_metric"], float("-inf")):
-        print(f"Best policy: {run_dir / BEST_NAME} ({base['solve_metric']} {best[0]:.4f} at step {human(best[1])})")
-    print(f"Checkpoint: {checkpoint_path}\nEval: puffer eval {env_name} --load-model-path latest\nPlot: puffer plot {run_dir}")
-
-
-ANSI_CODE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-
-class Playback:
-    """Shows an eval's frames: ANSI text redrawn in place on a terminal (plain text, one frame
-    after another, when stdout is a file or a pipe), RGB frames kept for a GIF or MP4."""
-
-    def __init__(self, fps):
-        self.terminal = sys.stdout.isatty()
-        self.delay = 1.0 / fps if fps > 0 and self.terminal else 0.0
-        self.frames = []
-
-    def show(self, frame, status):
-        if isinstance(frame, str):
-            if self.terminal:
-                sys.stdout.write("\033[H\033[2J" + frame + f"\n{status}\n")
-            else:
-                sys.stdout.write(ANSI_CODE.sub("", frame) + f"\n{status}\n\n")
-            sys.stdout.flush()
-            time.sleep(self.delay)
-        elif frame is not None:
-            self.frames.append(np.asarray(frame))
-
-    def save(self, output, fps):
-        """Writes the RGB frames to ``output``; returns how many frames the file holds."""
-        try:
-            import imageio.v2 as imageio
-        except ImportError:
-            raise ConfigError("Saving RGB frames needs imageio: pip install imageio (and imageio-ffmpeg for .mp4)") from None
-        gif = str(output).lower().endswith(".gif")
-        timing = dict(duration=1000 / max(fps, 1)) if gif else dict(fps=max(fps, 1))  # GIFs time frames in ms
-        try:
-            imageio.mimsave(output, self.frames, **timing)
-        except ValueError as error:  # imageio's word for a format it has no backend for
-            first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
-            raise ConfigError(f"--eval.output {output}: {first_line} Save a .gif, or pip install imageio-ffmpeg for .mp4") from None
-        if gif:
-            from PIL import Image  # imageio's GIF writer
-
-            with Image.open(output) as image:
-                return image.n_frames
-        return len(self.frames)
-
-
-def evaluate_policy(env_name, config, checkpoint):
-    """Runs a trained policy in one env and shows agent 0's episodes: ANSI text in the terminal for
-    Ocean envs (each episode to its final frame), a GIF or MP4 (imageio) for envs that render RGB
-    frames. ``config`` is normally the run's own (from the checkpoint) with the command's flags
-    applied."""
-    eval_config = config["eval"]
-    if checkpoint["env_name"] != env_name:
-        raise CheckpointError(f"{checkpoint['path']} was trained on {checkpoint['env_name']}, not {env_name}")
-    device = resolve_device(config["train"]["device"])
-    # A policy trained on an env's GPU version plays its CPU version: the same game, bit for bit.
-    config["vec"]["device"] = "cpu"
-    env = make_vecenv(env_name, config, num_envs=eval_config["num_envs"])
-    policy = make_policy(env, config).to(device)
-    check_architecture(checkpoint, policy, env)
-    load_weights(policy, checkpoint)
-    policy.eval()
-    # The step that ends an episode returns the next one's first frame; an env that can keeps the
-    # final frame, so the episode is seen to its end.
-    driver = getattr(env, "driver_env", env)
-    final_frames = hasattr(driver, "keep_final_frames")
-    if final_frames:
-        driver.keep_final_frames()
-
-    generator = torch.Generator(device=device)
-    generator.manual_seed(config["base"]["seed"])
-    env.async_reset(config["base"]["seed"])
-    state = policy.initial_state(env.num_agents, device)
-    playback = Playback(eval_config["fps"])
-    episodes = eval_config["episodes"]
-    returns, infos, steps = [], [], 0
-    episode_return, episode_length = 0.0, 0
-    print(f"Evaluating {checkpoint['path']} on {env_name} ({pufferlib.models.describe(policy)}): {episodes} episodes of agent 0")
-    try:
-        while steps < eval_config["max_steps"]:
-            obs, rewards, terminals, truncations, step_infos, env_ids, masks = env.recv()
-            infos.extend(step_infos if isinstance(step_infos, list) else [step_infos])
-            if steps > 0:  # agent 0, the one rendered, is followed episode by episode
-                episode_return += float(rewards[0])
-                episode_length += 1
-                if terminals[0] or truncations[0]:
-                    returns.append(episode_return)
-                    ended = f"Episode {len(returns)} of {episodes}: return {episode_return:.4g}, length {episode_length}"
-                    if final_frames:
-                        playback.show(driver.final_frame(0), ended)
-                    if not playback.terminal or not final_frames:
-                        print(ended)
-                    episode_return, episode_length = 0.0, 0
-                    if len(returns) >= episodes:
-                        break
-            playback.show(env.render(), f"episode {len(returns) + 1} of {episodes}  step {episode_length}  "
-                                        f"reward {float(rewards[0]):+.3f}  return {episode_return:.4g}")
-            with torch.inference_mode():
-                state = clear_finished(state, torch.as_tensor(np.logical_or(terminals, truncations), device=device))
-                logits, _, state = policy.forward_eval(torch.as_tensor(obs).to(device), state)
-                action, _, _ = sample_logits(logits, generator=generator)
-            env.send(action.cpu().numpy())
-            steps += 1
-    except KeyboardInterrupt:
-        print("\nStopped.")
-    finally:
-        env.close()
-    stats = mean_infos(infos)
-    if len(returns) < episodes:
-        print(f"Stopped after {steps} steps ([eval] max_steps) with {len(returns)} of {episodes} episodes finished")
-    if returns:
-        print(f"Mean return of agent 0 over {len(returns)} episodes: {np.mean(returns):.4g}")
-    if stats:
-        print("Env episode statistics (all agents): " + describe_stats(stats, config["base"]["solve_metric"]))
-    if playback.frames:
-        output = eval_config["output"]
-        if output == "auto":
-            output = str(Path(checkpoint["path"]).parent / "eval.gif")
-        stored = playback.save(output, eval_config["fps"])
-        merged = f" ({len(playback.frames)} steps: a GIF stores repeated frames once, shown for longer)" if stored != len(playback.frames) else ""
-        print(f"Saved {stored} frames to {output}{merged}")
-    return stats
+# torch and the trainer load only for the commands that run one: help, list and plot answer at once.
+USER_ERRORS = (ConfigError, CheckpointError, APIUsageError, ParameterError)
 
 
 def env_steps_per_second(env, seconds, seed):
     """Steps ``env`` with uniform random actions for ``seconds``; an env with device hooks is
     stepped on its device with actions drawn there."""
+    import numpy as np
+    import torch
+
     space = env.single_action_space
     steps, start = 0, time.time()
     if hasattr(env, "gpu_step"):
@@ -463,6 +68,11 @@ def env_steps_per_second(env, seconds, seed):
 
 def bench(env_name, config):
     """Env-only SPS (random actions, no policy) and full training SPS, `[bench] seconds` each."""
+    import pufferlib.models
+    from pufferlib.assemble import make_policy, make_vecenv
+    from pufferlib.dashboard import human
+    from pufferlib.pufferl import PuffeRL
+
     seconds = config["bench"]["seconds"]
     env = make_vecenv(env_name, config)
     env_sps = env_steps_per_second(env, seconds, config["base"]["seed"])
@@ -507,6 +117,8 @@ def plot(runs, metric, output, data_dir):
         import matplotlib.pyplot as plt
     except ImportError:
         raise ConfigError("puffer plot needs matplotlib: pip install matplotlib") from None
+    from pufferlib.checkpoint import run_dirs
+
     figure, axes = plt.subplots(figsize=(8, 5))
     first_dir = None
     for run in runs:
@@ -609,6 +221,15 @@ def command_help(command, env_name, config):
     return "\n".join(lines)
 
 
+def with_new_keys(saved, current):
+    """A saved run's config, with the keys it predates taken from ``current`` (the defaults and
+    the env's .ini as they are now)."""
+    merged = {section: dict(values) for section, values in current.items()}
+    for section, values in saved.items():
+        merged.setdefault(section, {}).update(values)
+    return merged
+
+
 def fail(message):
     print(f"puffer: error: {message}", file=sys.stderr)
     return 2
@@ -681,7 +302,12 @@ def main(argv=None):
             return 0
         uses = command_uses(command)
         apply_flags(config, flags, extra_flags=[*own, "--help"], allowed=uses, command=f"puffer {command}")
+        if command in ("train", "eval", "bench"):
+            from pufferlib.checkpoint import read_checkpoint, resolve_checkpoint
         if command == "train":
+            from pufferlib.pufferl import NonFiniteError
+            from pufferlib.run import RunComplete, train
+
             if args.resume and args.load_model_path:
                 raise ConfigError("--resume continues a run; --load-model-path starts a new one from weights: pick one")
             if args.resume and args.config:
@@ -689,18 +315,25 @@ def main(argv=None):
             if args.resume:
                 # A resumed run keeps the settings it was started with; flags given now still apply.
                 saved = read_checkpoint(resolve_checkpoint(args.resume, config["train"]["data_dir"], env_name))
-                config = apply_flags(saved["config"], flags)
+                config = apply_flags(with_new_keys(saved["config"], config), flags)
             try:
                 trainer = train(env_name, config, resume=args.resume, load_model_path=args.load_model_path)
             except RunComplete as complete:
                 print(complete)
                 return 0
+            except NonFiniteError as error:
+                print(f"puffer: error: {error}", file=sys.stderr)
+                return 1
             if trainer.interrupted:
-                return 130  # the shell's code for a run stopped by Ctrl-C
+                from pufferlib.run import EXIT_CODES
+
+                return EXIT_CODES.get(trainer.stop_signal, 130)
         elif command == "eval":
+            from pufferlib.player import evaluate
+
             # The run's own settings (its policy, its env parameters), with the flags given now.
             checkpoint = read_checkpoint(resolve_checkpoint(args.load_model_path, config["train"]["data_dir"], env_name))
-            evaluate_policy(env_name, apply_flags(checkpoint["config"], flags), checkpoint)
+            evaluate(env_name, apply_flags(with_new_keys(checkpoint["config"], config), flags), checkpoint)
         elif command == "watch":
             from pufferlib import watch  # its http server is started only when asked for
 
@@ -715,11 +348,8 @@ def main(argv=None):
         else:
             bench(env_name, config)
         return 0
-    except (ConfigError, CheckpointError, APIUsageError, ParameterError) as error:
+    except USER_ERRORS as error:
         return fail(error)
-    except NonFiniteError as error:
-        print(f"puffer: error: {error}", file=sys.stderr)
-        return 1
 
 
 if __name__ == "__main__":

@@ -134,6 +134,7 @@ def load_config(env_name):
                 raise ConfigError(f"{files[env_name]}: unknown key {key!r} in [{section}]")
             config[section][key] = value
     config["base"]["env_name"] = env_name
+    check_config(config, str(files[env_name]))
     return config
 
 
@@ -143,7 +144,8 @@ def recipe_files(env_name):
     path = env_config_files().get(env_name)
     if path is None:
         return {}
-    return {other.stem: other for other in sorted(path.parent.glob("*.ini")) if not read_ini(other).get("base", {}).get("env_name")}
+    return {other.stem: other for other in sorted(path.parent.glob("*.ini"))
+            if other != DEFAULT_CONFIG and not read_ini(other).get("base", {}).get("env_name")}
 
 
 def config_file_path(env_name, given):
@@ -176,8 +178,130 @@ def apply_config_file(config, path):
             if key not in config[section] and not searched:
                 hint = did_you_mean(key, config[section])
                 raise ConfigError(f"{path}: unknown key {key!r} in [{section}].{hint}")
+            check_value(section, key, value, f"{path}: [{section}] {key}")
             config[section][key] = value
     return config
+
+
+class Rule:
+    """What values a config key takes: ``accepts(value)``, the words a user reads (``valid``), and
+    one value it refuses, so a test can walk every key with a bad value (None: any text is fine)."""
+
+    def __init__(self, accepts, valid, bad):
+        self.accepts, self.valid, self.bad = accepts, valid, bad
+
+
+def number(low=None, high=None, integer=False, low_open=False, high_open=False, auto=False, none=False):
+    """A number in [low, high] (an end left open or absent as asked); ``auto`` and ``none`` also
+    allow 'auto' and None."""
+    kind = "an integer" if integer else "a number"
+    bounds = []
+    if low is not None:
+        bounds.append(f"{'>' if low_open else '>='} {low:g}")
+    if high is not None:
+        bounds.append(f"{'<' if high_open else '<='} {high:g}")
+    valid = f"{kind} {' and '.join(bounds)}".strip() + (", auto" if auto else "") + (", none" if none else "")
+
+    def accepts(value):
+        if (auto and value == "auto") or (none and value is None):
+            return True
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
+            return False
+        if value != value:  # NaN fails every bound
+            return False
+        if low is not None and (value <= low if low_open else value < low):
+            return False
+        return high is None or (value < high if high_open else value <= high)
+
+    bad = (low - 1) if low is not None else (high + 1) if high is not None else "nonsense"
+    return Rule(accepts, valid, bad)
+
+
+def choice(*options):
+    """One of ``options`` (names compare case-insensitively, as the backends' do)."""
+    names = {str(option).lower() for option in options}
+
+    def accepts(value):
+        return str(value).lower() in names
+
+    return Rule(accepts, "one of " + ", ".join(str(option) for option in options), "nonsense")
+
+
+def auto_or_bool():
+    return Rule(lambda value: value == "auto" or isinstance(value, bool), "auto, true or false", "nonsense")
+
+
+def pattern(regex, valid, bad):
+    """Text that ``regex`` matches whole."""
+    compiled = re.compile(regex)
+    return Rule(lambda value: isinstance(value, str) and compiled.fullmatch(value) is not None, valid, bad)
+
+
+def text(bad=None, valid="any text"):
+    return Rule(lambda value: value is None or isinstance(value, str), valid, bad)
+
+
+POSITIVE = number(0, low_open=True)
+NON_NEGATIVE = number(0)
+COUNT = number(1, integer=True)
+FRACTION = number(0, 1)
+# The values each key of default.ini takes, checked wherever values enter a config: an .ini, a
+# --config file, a flag. The env's own [env] keys are the env's to check (at construction), and
+# [sweep]'s search spaces are parsed by the sweep.
+RULES = {
+    "base": {
+        "env_name": text(), "package": text(valid="the module of an env family"), "policy": text(valid="default, convolutional or module:Class"),
+        "rnn": choice("none", "lstm", "mingru"), "seed": number(0, integer=True), "solve_metric": text(valid="an episode statistic"),
+        "solve_score": number(auto=True, none=True), "solve_tolerance": NON_NEGATIVE, "solve_episodes": COUNT,
+        "score_max_steps": COUNT, "stop_on_solve": choice(True, False),
+    },
+    "vec": {
+        "backend": choice("native", "Serial", "Multiprocessing", "Ray"), "num_envs": COUNT, "num_threads": COUNT,
+        "device": pattern(r"cpu|cuda(:\d+)?", "cpu, cuda or cuda:N", "tpu"), "num_workers": number(1, integer=True, auto=True),
+        "batch_size": number(1, integer=True, auto=True), "timeout": POSITIVE,
+    },
+    "policy": {"hidden_size": COUNT, "num_layers": number(0, integer=True)},
+    "rnn": {"hidden_size": COUNT, "num_layers": COUNT},
+    "train": {
+        "device": pattern(r"auto|cpu|cuda(:\d+)?", "auto, cpu, cuda or cuda:N", "tpu"), "total_timesteps": COUNT, "torch_threads": number(0, integer=True),
+        "optimizer": choice("adam", "muon"), "learning_rate": POSITIVE, "anneal_lr": choice(True, False),
+        "adam_beta1": number(0, 1, high_open=True), "adam_beta2": number(0, 1, high_open=True), "adam_eps": POSITIVE,
+        "muon_momentum": number(0, 1, high_open=True), "gamma": FRACTION, "gae_lambda": FRACTION,
+        "horizon": number(2, integer=True), "batch_size": number(1, integer=True, auto=True), "minibatch_size": COUNT,
+        "update_epochs": COUNT, "clip_coef": POSITIVE, "vf_coef": NON_NEGATIVE, "vf_clip_coef": POSITIVE,
+        "ent_coef": NON_NEGATIVE, "max_grad_norm": POSITIVE, "vtrace_rho_clip": POSITIVE, "vtrace_c_clip": POSITIVE,
+        "prio_alpha": NON_NEGATIVE, "prio_beta0": FRACTION, "precision": choice("auto", "float32", "bfloat16"),
+        "compile": auto_or_bool(), "cudagraphs": auto_or_bool(), "distributed": choice("auto", "on", "off"),
+        "distributed_timeout": POSITIVE, "checkpoint_interval": number(0, integer=True), "checkpoint_minutes": NON_NEGATIVE,
+        "data_dir": text(), "dashboard": choice("auto", "rich", "plain", "off"), "print_interval": POSITIVE,
+        "wandb": choice(True, False), "wandb_project": text(), "tensorboard": choice(True, False),
+    },
+    "eval": {"num_envs": COUNT, "episodes": COUNT, "max_steps": COUNT, "fps": NON_NEGATIVE, "output": text(valid="auto, or a .gif or .mp4 path")},
+    "bench": {"seconds": POSITIVE},
+    "sweep": {
+        "trials": COUNT, "seeds": COUNT, "trial_steps": number(0, integer=True), "trial_seconds": NON_NEGATIVE,
+        "metric": text(valid="an episode statistic"), "direction": choice("maximize", "minimize"),
+        "cost": choice("seconds", "steps", "cpu_seconds"), "sampler": choice("tpe", "random", "nsga2"),
+        "startup_trials": number(0, integer=True), "pruner": choice("median", "successive_halving", "none"),
+        "prune_startup": number(0, integer=True), "prune_warmup": FRACTION, "report_points": COUNT,
+        "storage": text(valid="auto, or postgresql://user:password@host:port/db"), "study": text(),
+    },
+}
+
+
+def check_value(section, key, value, where):
+    """Raises ConfigError naming ``where`` (a flag, or an .ini and its key), the value and what is
+    valid, unless ``value`` is one that ``section.key`` takes."""
+    rule = RULES.get(section, {}).get(key)
+    if rule is not None and not rule.accepts(value):
+        raise ConfigError(f"{where} {value!r}: expected {rule.valid}")
+
+
+def check_config(config, where="config"):
+    """Checks every key of ``config`` that has a rule (a whole config, before anything is built)."""
+    for section, values in config.items():
+        for key, value in values.items():
+            check_value(section, key, value, f"{where}: [{section}] {key}" if where != "flags" else flag_name(section, key))
 
 
 def flag_name(section, key):
@@ -262,6 +386,7 @@ def apply_flags(config, argv, extra_flags=(), allowed=None, command="this comman
             else:
                 raise ConfigError(f"Flag {flag} needs a value")
         config[section][key] = convert_flag(flag, text, default)
+        check_value(section, key, config[section][key], flag)
         i += 1
     return config
 

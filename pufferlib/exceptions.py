@@ -10,6 +10,10 @@ class ParameterError(ValueError):
     value and the range."""
 
 
+class CheckpointError(RuntimeError):
+    """A checkpoint that is missing, corrupt, or does not fit the env and policy it is loaded into."""
+
+
 class UnknownParameterError(ParameterError, TypeError):
     """A keyword argument that the callee does not take (a TypeError, as Python's own)."""
 

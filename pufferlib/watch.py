@@ -20,7 +20,6 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import numpy as np
-import torch
 
 import pufferlib.models
 from pufferlib.assemble import make_policy, make_vecenv
@@ -34,7 +33,7 @@ from pufferlib.checkpoint import (
     run_dirs,
 )
 from pufferlib.config import ConfigError, apply_flags
-from pufferlib.pytorch import clear_finished, sample_logits
+from pufferlib.player import EpisodeFollower, PolicyPlayer
 
 PAGE = Path(__file__).with_name("watch.html")
 METRICS_NAME = "metrics.jsonl"
@@ -164,30 +163,19 @@ class Player:
                 self.frame = {**self.frame, "error": message}
 
     def play(self):
-        env, policy = self.env, self.policy
-        generator = torch.Generator()
-        generator.manual_seed(self.seed)
-        state = policy.initial_state(env.num_agents, "cpu")
-        env.async_reset(self.seed)
-        step, episodes, episode_return, last_return = 0, 0, 0.0, None
-        while not self.stopping.is_set():
+        player, follower = PolicyPlayer(self.policy, self.env.num_agents, self.seed), EpisodeFollower()
+        step = 0
+        for _, rewards, terminals, truncations, _, _, _ in player.play(self.env, self.seed):
             started = time.monotonic()
-            obs, rewards, terminals, truncations, _, _, _ = env.recv()
-            if step > 0:  # agent 0, the one drawn, is followed episode by episode
-                episode_return += float(rewards[0])
-                if terminals[0] or truncations[0]:
-                    episodes, last_return, episode_return = episodes + 1, episode_return, 0.0
-            payload = frame_payload(env.render())
+            follower.update(rewards, terminals, truncations)
+            last_return = follower.returns[-1] if follower.returns else None
+            payload = frame_payload(self.env.render())
             with self.lock:
-                self.frame = {"index": self.frame["index"] + 1, "step": step, "episodes": episodes,
+                self.frame = {"index": self.frame["index"] + 1, "step": step, "episodes": len(follower.returns),
                               "last_return": last_return, "error": None, **payload}
-            with torch.inference_mode():
-                state = clear_finished(state, torch.as_tensor(np.logical_or(terminals, truncations)))
-                logits, _, state = policy.forward_eval(torch.as_tensor(obs), state)
-                action, _, _ = sample_logits(logits, generator=generator)
-            env.send(action.numpy())
             step += 1
-            self.stopping.wait(max(0.0, self.delay - (time.monotonic() - started)))
+            if self.stopping.wait(max(0.0, self.delay - (time.monotonic() - started))):
+                return
 
     def stop(self):
         self.stopping.set()

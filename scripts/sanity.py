@@ -30,10 +30,10 @@ from pathlib import Path
 
 import torch
 
-from pufferlib import cli
 from pufferlib.checkpoint import CHECKPOINT_NAME
 from pufferlib.config import apply_flags, load_config
 from pufferlib.dashboard import human
+from pufferlib.run import solve_target, train
 
 # (env, flags): the memory env also runs at a longer sequence and with a delay before recall,
 # from the same shipped config.
@@ -60,10 +60,10 @@ def train_once(env_name, seed, flags, data_dir):
     base = config["base"]
     summary = io.StringIO()
     with contextlib.redirect_stdout(summary):
-        trainer = cli.train(env_name, config)
+        trainer = train(env_name, config)
     wall = time.perf_counter() - wall
 
-    target = cli.solve_target(config, trainer.vecenv)
+    target = solve_target(config, trainer.vecenv)
     metric = base["solve_metric"]
     final = trainer.final_score.get(metric)
     final = None if final is None else float(final)

@@ -13,25 +13,22 @@ a game parameter (connect4's opponent depth, pong's opponent speed) against the 
 import argparse
 
 import numpy as np
-import torch
 
 import ocean
 from pufferlib import assemble
 from pufferlib.checkpoint import load_weights, read_checkpoint
 from pufferlib.config import parse_value
-from pufferlib.pytorch import sample_logits
+from pufferlib.player import PolicyPlayer
 
 
 def play(policy, env, steps, seed=1):
     """Steps env with the policy (sampling its actions) and yields each step's results."""
-    generator = torch.Generator().manual_seed(seed)
+    player = PolicyPlayer(policy, env.num_agents, seed)
     obs, _ = env.reset(seed)
-    state = policy.initial_state(env.num_agents, "cpu")
+    dones = np.zeros(env.num_agents, dtype=bool)
     for _ in range(steps):
-        with torch.inference_mode():
-            logits, _, state = policy.forward_eval(torch.as_tensor(obs), state)
-            actions, _, _ = sample_logits(logits, generator=generator)
-        obs, rewards, terminals, truncations, _ = env.step(actions.numpy())
+        obs, rewards, terminals, truncations, _ = env.step(player.act(obs, dones))
+        dones = np.logical_or(terminals, truncations)
         yield rewards, terminals, truncations
 
 

@@ -15,9 +15,16 @@ from rich.console import Console
 
 import ocean
 import pufferlib
-from pufferlib import assemble, cli, pufferl
+from pufferlib import assemble, cli, player, pufferl
 from pufferlib.checkpoint import run_dirs
-from pufferlib.config import apply_config_file, apply_flags, config_file_path, env_config_files, load_config
+from pufferlib.config import (
+    ConfigError,
+    apply_config_file,
+    apply_flags,
+    config_file_path,
+    env_config_files,
+    load_config,
+)
 from pufferlib.dashboard import Dashboard, abbreviate
 from pufferlib.exceptions import APIUsageError, ParameterError, did_you_mean
 
@@ -42,7 +49,7 @@ BAD_INPUTS = [
     ([], "a command is required", None),
     (["eval", "puffer_squared", "--train.learning-rate", "0.1"], "does not apply to puffer eval", None),
     (["train", "puffer_squared", "--resume", "--load-model-path", "x"], "pick one", None),
-    (["train", "puffer_craftax_compact", "--vec.device", "gpu"], "--vec.device 'gpu': valid are cpu, and cuda", None),
+    (["train", "puffer_craftax_compact", "--vec.device", "gpu"], "--vec.device 'gpu': expected cpu, cuda or cuda:N", None),
 ]
 if not torch.cuda.is_available():
     BAD_INPUTS.append((["train", "puffer_craftax_compact", "--vec.device", "cuda"], "sees no CUDA device; --vec.device cpu", None))
@@ -170,9 +177,9 @@ def test_suggestions_only_for_close_names():
 
 def test_summaries_count_the_statistics_at_zero_instead_of_listing_them():
     stats = {"score": 0.0, "collect_wood": 0.3654, "eat_cow": 0.0, "defeat_zombie": 0.0, "episodes": 104.0}
-    assert cli.describe_stats(stats, "score") == "score 0, collect_wood 0.3654, episodes 104, 2 more at 0"
-    assert cli.describe_stats({"score": 1.0}, "score") == "score 1"
-    assert cli.describe_stats({}, "score") == ""
+    assert player.describe_stats(stats, "score") == "score 0, collect_wood 0.3654, episodes 104, 2 more at 0"
+    assert player.describe_stats({"score": 1.0}, "score") == "score 1"
+    assert player.describe_stats({}, "score") == ""
 
 
 def test_resuming_a_finished_run_says_it_is_complete(tmp_path, capsys):
@@ -224,7 +231,7 @@ def test_gif_frame_count_reported_is_the_files(tmp_path):
     from PIL import Image
 
     dark, light = np.zeros((8, 8, 3), np.uint8), np.full((8, 8, 3), 255, np.uint8)
-    playback = cli.Playback(fps=8)
+    playback = player.Playback(fps=8)
     for frame in [dark, dark, dark, light, light, dark]:
         playback.show(frame, "")
     stored = playback.save(tmp_path / "eval.gif", fps=8)
@@ -237,9 +244,9 @@ def test_a_video_format_without_its_backend_is_a_config_error(tmp_path):
 
     if importlib.util.find_spec("imageio_ffmpeg") or importlib.util.find_spec("av"):
         pytest.skip("an MP4 backend is installed here")
-    playback = cli.Playback(fps=8)
+    playback = player.Playback(fps=8)
     playback.show(np.zeros((8, 8, 3), np.uint8), "")
-    with pytest.raises(cli.ConfigError, match=r"cartpole\.mp4: .*pip install imageio-ffmpeg") as error:
+    with pytest.raises(ConfigError, match=r"cartpole\.mp4: .*pip install imageio-ffmpeg") as error:
         playback.save(tmp_path / "cartpole.mp4", fps=8)
     assert "\n" not in str(error.value)
 

@@ -14,6 +14,8 @@ import torch
 
 from pufferlib import cli
 from pufferlib.checkpoint import read_checkpoint, run_dirs
+from pufferlib.config import apply_flags, load_config
+from pufferlib.run import train
 
 ROOT = Path(__file__).resolve().parent.parent
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
@@ -75,8 +77,8 @@ def test_two_ranks_train_one_policy_and_only_rank_0_reports(tmp_path):
     assert checkpoint["global_step"] == checkpoint["epoch"] * 2 * 1024 * 32
 
     # The checkpoint resumes on one process as well.
-    config = cli.apply_flags(checkpoint["config"], ["--train.total-timesteps", str(checkpoint["global_step"] + 65536)])
-    resumed = cli.train("puffer_squared", config, resume=str(run_dir))
+    config = apply_flags(checkpoint["config"], ["--train.total-timesteps", str(checkpoint["global_step"] + 65536)])
+    resumed = train("puffer_squared", config, resume=str(run_dir))
     assert resumed.world.size == 1 and resumed.global_step >= checkpoint["global_step"] + 65536
 
 
@@ -125,8 +127,8 @@ def torchrun_node(port, node_rank, *args):
 @pytest.mark.timeout(300)
 def test_two_nodes_meet_at_the_rendezvous_and_train_one_policy(tmp_path):
     port = free_port()
-    train = ["-m", "pufferlib.cli", "train", "puffer_squared", "--vec.num-envs", "64", *QUIET]
-    nodes = [torchrun_node(port, node, *train, "--train.total-timesteps", "40000", "--train.data-dir", str(tmp_path))
+    command = ["-m", "pufferlib.cli", "train", "puffer_squared", "--vec.num-envs", "64", *QUIET]
+    nodes = [torchrun_node(port, node, *command, "--train.total-timesteps", "40000", "--train.data-dir", str(tmp_path))
              for node in range(2)]
     outs = [node.communicate(timeout=240)[0] for node in nodes]
     for node, out in zip(nodes, outs):
@@ -263,7 +265,7 @@ def test_closing_the_world_stops_the_groups_threads_before_the_interpreter_exits
 def test_distributed_off_trains_alone_whatever_the_variables_say(monkeypatch, tmp_path):
     monkeypatch.setenv("RANK", "1")
     monkeypatch.setenv("WORLD_SIZE", "two")
-    trainer = cli.train("puffer_squared", cli.apply_flags(cli.load_config("puffer_squared"), [
+    trainer = train("puffer_squared", apply_flags(load_config("puffer_squared"), [
         "--train.distributed", "off", "--vec.num-envs", "8", "--train.total-timesteps", "512",
         "--train.data-dir", str(tmp_path), *QUIET]))
     assert trainer.world.size == 1 and trainer.global_step >= 512
@@ -273,7 +275,7 @@ def test_distributed_off_trains_alone_whatever_the_variables_say(monkeypatch, tm
 @pytest.mark.timeout(300)
 def test_resume_with_another_number_of_ranks_trains_to_the_budget(tmp_path):
     flags = ["--vec.num-envs", "64", "--train.data-dir", str(tmp_path), *QUIET]  # 2048 steps a rank per epoch
-    alone = cli.train("puffer_squared", cli.apply_flags(cli.load_config("puffer_squared"),
+    alone = train("puffer_squared", apply_flags(load_config("puffer_squared"),
                                                         [*flags, "--train.total-timesteps", "8192"]))
     assert alone.global_step == 8192
 
@@ -282,8 +284,8 @@ def test_resume_with_another_number_of_ranks_trains_to_the_budget(tmp_path):
     assert run.returncode == 0, out
     assert read_checkpoint(alone.run_dir)["global_step"] == 16384  # two epochs of two ranks
 
-    config = cli.apply_flags(read_checkpoint(alone.run_dir)["config"], ["--train.total-timesteps", "24576"])
-    assert cli.train("puffer_squared", config, resume=str(alone.run_dir)).global_step == 24576  # four of one
+    config = apply_flags(read_checkpoint(alone.run_dir)["config"], ["--train.total-timesteps", "24576"])
+    assert train("puffer_squared", config, resume=str(alone.run_dir)).global_step == 24576  # four of one
 
 
 GPU_ENV_RANK = """

@@ -38,10 +38,10 @@ def test_an_env_outside_the_suite_is_a_usage_error():
 MEMORY_CASES = {"default": [], "delay 2": ["--env.delay", "2"], "length 4": ["--env.length", "4"]}
 TRAIN_AND_SCORE = """
 import json, sys
-from pufferlib import cli
+from pufferlib.run import solve_target, train
 from pufferlib.config import apply_flags, load_config
 config = apply_flags(load_config("puffer_memory"), sys.argv[1:])
-trainer = cli.train("puffer_memory", config)
+trainer = train("puffer_memory", config)
 print("RESULT", json.dumps(dict(final_score=trainer.final_score, target=1.0 - config["base"]["solve_tolerance"])))
 """
 

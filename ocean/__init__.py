@@ -12,8 +12,8 @@ import os
 from pufferlib.exceptions import ParameterError, did_you_mean
 
 # The C vecenv's OpenMP threads sleep instead of spinning while they wait for work: spinning
-# threads starve the trainer and other processes when the cores are shared, and cost throughput
-# 20x on a busy 2-core machine. Export OMP_WAIT_POLICY=active on a dedicated machine.
+# threads starve the trainer and other processes when the cores are shared. Export
+# OMP_WAIT_POLICY=active on a dedicated machine.
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 ENV_MODULES = {

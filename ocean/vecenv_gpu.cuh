@@ -119,9 +119,9 @@ static int vec_gpu_step_block(long threads, int sms) {
 
 // Envs per warp of the step kernel when the caller does not choose. A warp runs its envs'
 // diverging paths one after another, so a warp of 32 envs spends most of a step with few lanes
-// busy; fewer envs per warp take more warps to step the same envs, and each finishes sooner. On an
-// H200 (BENCHMARKS.md) 8 per warp stepped fastest while every warp of the step fits on the GPU at
-// once, and 16 beyond, where the warps queue for the SMs.
+// busy; fewer envs per warp take more warps to step the same envs, and each finishes sooner. Measured
+// on an H200, 8 per warp stepped fastest while every warp of the step fits on the GPU at once, and
+// 16 beyond, where the warps queue for the SMs.
 static int vec_gpu_step_lanes(int num_envs, int sms) {
     long resident_warps = (long)sms * VEC_GPU_STEP_BLOCKS_PER_SM * (VEC_GPU_BLOCK / VEC_GPU_WARP);
     return num_envs <= 8 * resident_warps ? 8 : 16;

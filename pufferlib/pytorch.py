@@ -78,7 +78,7 @@ def sample_logits(logits, action=None, generator=None, noise=None):
             # Inverse-CDF sampling: a handful of elementwise kernels, where torch.multinomial
             # costs hundreds of microseconds of host time per call on a GPU. A GPU scans rows of a
             # few actions slowly along the innermost dimension; down the transpose's columns each
-            # thread sums one row instead (BENCHMARKS.md, "the host rollout's bookkeeping").
+            # thread sums one row instead.
             probs = log_probs.exp()
             cdf = probs.T.cumsum(0).T if probs.shape[-1] < 16 else probs.cumsum(-1)
             picked = (cdf < noise[:, i : i + 1]).sum(-1, keepdim=True).clamp_(max=log_probs.shape[-1] - 1)

@@ -64,10 +64,9 @@ COMMAND_NAMES = {STEP: "step", RESET: "reset", RENDER: "render", IDLE: "env crea
 LIVENESS_INTERVAL_S = 0.25
 
 # Non-blocking polls of a semaphore before blocking on it (a few hundred microseconds). Polling
-# pays only when every process has a core of its own: CartPole, 16 envs on 16 free cores, went
-# from about 200K to 290K steps/s. When processes outnumber cores, a polling process steals the
-# core the awaited one needs (1.5-5x slower on 2 cores), so waits then block at once. See
-# scripts/bench_vector.py --spin.
+# pays only when every process has a core of its own. When processes outnumber cores, a polling
+# process steals the core the awaited one needs, so waits then block at once. Measured by
+# scripts/bench_vector.py --spin (BENCHMARKS.md, vectorization).
 SPIN_POLLS = 2000
 
 ALIGNMENT = 64

@@ -14,8 +14,8 @@ import numpy as np
 import torch
 
 from pufferlib.environment import mean_infos
-from pufferlib.pufferl import policy_act
 from pufferlib.pytorch import sampling_noise
+from pufferlib.rollout import policy_act
 
 
 def score_policy(trainer, env, seed, min_episodes, max_steps):
@@ -26,7 +26,7 @@ def score_policy(trainer, env, seed, min_episodes, max_steps):
     left untouched: its next epoch is the same whether or not this ran."""
     policy, device = trainer.policy, trainer.device
     # The trainer's compiled step is specialized to its batch; another batch would recompile it.
-    act = trainer.policy_act if env.num_agents == trainer.num_agents else functools.partial(policy_act, policy)
+    act = trainer.rollout.policy_act if env.num_agents == trainer.num_agents else functools.partial(policy_act, policy)
     generator = torch.Generator(device=device)
     generator.manual_seed(seed)
     state = policy.initial_state(env.num_agents, device)

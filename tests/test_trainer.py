@@ -21,7 +21,8 @@ from torch._dynamo.utils import counters as dynamo_counters
 
 import ocean
 import pufferlib
-from pufferlib import assemble, cli, pufferl, vector
+from pufferlib import assemble, cli, pufferl, run, vector
+from pufferlib.buffer import SegmentBuffer, Step
 from pufferlib.checkpoint import CheckpointError, read_checkpoint, resolve_checkpoint, run_dirs, save_atomic
 from pufferlib.config import ConfigError, apply_flags, env_config_files, load_config
 from pufferlib.environment import mean_infos
@@ -270,7 +271,7 @@ def solves(config, max_epochs):
     did within max_epochs."""
     trainer = make_trainer(config)
     base = config["base"]
-    check = SolveCheck(base["solve_metric"], cli.solve_target(config, trainer.vecenv), base["solve_tolerance"], base["solve_episodes"])
+    check = SolveCheck(base["solve_metric"], run.solve_target(config, trainer.vecenv), base["solve_tolerance"], base["solve_episodes"])
     scoring_env = assemble.make_vecenv(base["env_name"], config)
     try:
         for epoch in range(max_epochs):
@@ -445,14 +446,14 @@ def test_graphed_host_env_rollout_equals_the_eager_rollout(env_name, flags):
              *flags]
     graphed = make_trainer(config_for(env_name, *flags, "--train.cudagraphs", "true"))
     eager = make_trainer(config_for(env_name, *flags, "--train.cudagraphs", "false"))
-    assert graphed.graph_rollout and not eager.graph_rollout
+    assert graphed.rollout.graph_rollout and not eager.rollout.graph_rollout
     for _ in range(3):  # the first batch warms up and captures the graphs, the next ones replay them
         graphed.collect()
         eager.collect()
         batches = graphed.num_agents // graphed.vecenv.agents_per_batch
         # The first column of a segment and the others; a step of every agent has both for each
         # of the two memories it alternates between.
-        assert len(graphed.rollout_graphs) == (4 if batches == 1 else 2 * batches)
+        assert len(graphed.rollout.rollout_graphs) == (4 if batches == 1 else 2 * batches)
         for name in ("observations", "actions", "logprobs", "rewards", "dones", "truncations", "values"):
             assert torch.equal(getattr(graphed.buffer, name), getattr(eager.buffer, name)), name
         for mine, theirs in zip((*graphed.buffer.start_state, *graphed.state), (*eager.buffer.start_state, *eager.state)):
@@ -513,7 +514,7 @@ def test_trainers_of_many_shapes_in_one_process_all_act_compiled():
                                           "--train.horizon", "4", "--train.minibatch-size", str(32 * n)))
         graphs = dynamo_counters["stats"]["unique_graphs"]
         obs = torch.zeros((8 * n, *trainer.buffer.observations.shape[2:]), dtype=trainer.buffer.observations.dtype)
-        trainer.act(obs, torch.zeros(8 * n, dtype=torch.bool))
+        trainer.rollout.act(obs, torch.zeros(8 * n, dtype=torch.bool))
         assert dynamo_counters["stats"]["unique_graphs"] > graphs, f"the trainer of {8 * n} envs acted eagerly"
         trainer.close()
 
@@ -714,7 +715,7 @@ def test_ctrl_c_stops_a_long_epoch_at_the_next_step(tmp_path):
     config = config_for("puffer_squared", "--vec.num-envs", "16", "--train.horizon", "100_000",
                         "--train.minibatch-size", "100_000", "--train.total-timesteps", "1_600_000", data_dir=tmp_path)
     presser = press_ctrl_c_once(tmp_path, after_first_line=False)
-    trainer = cli.train("puffer_squared", config)
+    trainer = run.train("puffer_squared", config)
     presser.join()
     assert trainer.interrupted and trainer.epoch == 0 and trainer.global_step == 0
 
@@ -768,7 +769,7 @@ def test_padded_agents_take_no_rows_and_the_batch_still_fills():
 def segment_buffer(segments, horizon, num_agents, state_size=0):
     space = gymnasium.spaces.Box(0, 1000, (1,), np.float32)
     start_state = (torch.full((segments, state_size), -1.0),) if state_size else ()
-    return pufferl.SegmentBuffer(segments, horizon, num_agents, space, gymnasium.spaces.Discrete(2), start_state, "cpu")
+    return SegmentBuffer(segments, horizon, num_agents, space, gymnasium.spaces.Discrete(2), start_state, "cpu")
 
 
 def store_step(buffer, env_ids, step, masks=None, state=()):
@@ -778,7 +779,7 @@ def store_step(buffer, env_ids, step, masks=None, state=()):
     masks = np.ones(n, dtype=bool) if masks is None else np.asarray(masks)
     obs = torch.tensor(100.0 * env_ids + step, dtype=torch.float32).view(n, 1)
     zeros = torch.zeros(n)
-    return buffer.store(env_ids, masks, obs, zeros.bool(), zeros.bool(), zeros.long(), zeros, zeros, zeros, state)
+    return buffer.store(env_ids, masks, Step(obs, zeros.bool(), zeros.bool(), zeros.long(), zeros, zeros, zeros, state))
 
 
 def place_one_by_one(records, segments, horizon, env_ids, masks):
@@ -861,7 +862,7 @@ def test_byte_observations_are_stored_as_they_came(obs_shape):
     """Byte observations of whole 32-bit words are written as words; odd sizes, non-contiguous and
     unaligned tensors take the plain write. Each stores exactly the bytes it was given."""
     space = gymnasium.spaces.Box(0, 255, obs_shape, np.uint8)
-    buffer = pufferl.SegmentBuffer(2, 4, 2, space, gymnasium.spaces.Discrete(2), (), "cpu")
+    buffer = SegmentBuffer(2, 4, 2, space, gymnasium.spaces.Discrete(2), (), "cpu")
     sent = torch.from_numpy(np.random.default_rng(0).integers(0, 256, (4, 2, *obs_shape), dtype=np.uint8))
     padded = torch.cat([torch.zeros(1, dtype=torch.uint8), sent[3].flatten()])
     given = [
@@ -872,14 +873,14 @@ def test_byte_observations_are_stored_as_they_came(obs_shape):
     ]
     zeros = torch.zeros(2)
     for step, obs in enumerate(given):
-        args = (obs, zeros.bool(), zeros.bool(), zeros.long(), zeros, zeros, zeros, ())
+        written = Step(obs, zeros.bool(), zeros.bool(), zeros.long(), zeros, zeros, zeros, ())
         if step % 2:
-            buffer.write_at(torch.tensor([0, 1]), torch.tensor(step), False, *args)
+            buffer.write_at(torch.tensor([0, 1]), torch.tensor(step), False, written)
         else:
-            buffer.write_rows(0, step, *args)
+            buffer.write_rows(0, step, written)
     assert torch.equal(buffer.observations, sent.transpose(0, 1))
     none = torch.zeros(0, dtype=torch.long)  # a step in which no agent is stored
-    buffer.write_at(none, torch.tensor(0), False, sent[0][:0], none.bool(), none.bool(), none, *[none.float()] * 3, ())
+    buffer.write_at(none, torch.tensor(0), False, Step(sent[0][:0], none.bool(), none.bool(), none, *[none.float()] * 3, ()))
     assert torch.equal(buffer.observations, sent.transpose(0, 1))
 
 
@@ -1006,7 +1007,7 @@ def test_checkpoints_do_not_change_training(tmp_path, batch_size):
         config = config_for("puffer_squared", "--vec.num-envs", "64", "--train.total-timesteps", "40_000",
                             "--vec.batch-size", batch_size,
                             "--train.checkpoint-interval", str(interval), data_dir=tmp_path / str(interval))
-        runs.append(cli.train("puffer_squared", config))
+        runs.append(run.train("puffer_squared", config))
     plain, checkpointed = runs
     assert metric_lines(plain.run_dir) == metric_lines(checkpointed.run_dir)
     assert all(torch.equal(a, b) for a, b in zip(plain.policy.parameters(), checkpointed.policy.parameters()))
@@ -1016,7 +1017,7 @@ def test_checkpoints_do_not_change_training(tmp_path, batch_size):
 def test_resume_after_a_crash_rewrites_the_metrics_past_the_checkpoint(tmp_path, monkeypatch, batch_size):
     config = config_for("puffer_squared", "--vec.num-envs", "64", "--train.total-timesteps", "20_480",
                         "--vec.batch-size", batch_size, "--train.checkpoint-interval", "3", data_dir=tmp_path)
-    uninterrupted = cli.train("puffer_squared", config)
+    uninterrupted = run.train("puffer_squared", config)
 
     # A crash in epoch 5, after the checkpoint of epoch 3 and the metrics of epoch 4.
     train_epoch = pufferl.PuffeRL.train
@@ -1028,13 +1029,13 @@ def test_resume_after_a_crash_rewrites_the_metrics_past_the_checkpoint(tmp_path,
 
     monkeypatch.setattr(pufferl.PuffeRL, "train", crash_in_epoch_5)
     with pytest.raises(RuntimeError, match="went down"):
-        cli.train("puffer_squared", config)
+        run.train("puffer_squared", config)
     monkeypatch.undo()
     crashed = run_dirs(tmp_path, "puffer_squared")[-1]
     assert [row["epoch"] for row in metric_lines(crashed)] == [1, 2, 3, 4]
     assert read_checkpoint(crashed)["epoch"] == 3
 
-    resumed = cli.train("puffer_squared", read_checkpoint(crashed)["config"], resume=str(crashed))
+    resumed = run.train("puffer_squared", read_checkpoint(crashed)["config"], resume=str(crashed))
     assert [row["epoch"] for row in metric_lines(resumed.run_dir)] == list(range(1, uninterrupted.epoch + 1))
     # squared saves its env state: the resumed run is the uninterrupted one, bit for bit.
     assert metric_lines(resumed.run_dir) == metric_lines(uninterrupted.run_dir)
@@ -1053,6 +1054,30 @@ def test_a_larger_total_stretches_the_rest_of_the_schedule(tmp_path):
     assert longer.losses["learning_rate"] == pytest.approx(pufferl.cosine_lr(config["train"]["learning_rate"], 0.4))
     run_epochs(longer, 7)
     assert longer.progress() == pytest.approx(0.4 + 0.6 * 8 / 16)
+
+
+def test_extending_a_finished_run_anneals_over_the_new_budget(tmp_path):
+    """A finished run's schedule has run out; given a larger total it starts again where a run
+    planned with that total would be, so the extension learns instead of stepping at rate 0."""
+    config = config_for("puffer_squared", "--vec.num-envs", "64", "--train.total-timesteps", "4096")  # 2 epochs
+    trainer = make_trainer(config)
+    run_epochs(trainer, trainer.total_epochs)
+    trainer.save_checkpoint(tmp_path / "checkpoint.pt")
+    assert trainer.progress() == 1.0
+    longer = make_trainer(apply_flags(config, ["--train.total-timesteps", "8192"]))  # 4 epochs now
+    longer.load_checkpoint(read_checkpoint(tmp_path / "checkpoint.pt"))
+    assert longer.total_epochs == 4 and longer.progress() == pytest.approx(0.5)
+    rates = []
+    for _ in range(2):
+        weights = [p.detach().clone() for p in longer.policy.parameters()]
+        run_epochs(longer, 1)
+        rates.append(longer.losses["learning_rate"])
+        assert not all(torch.equal(a, b) for a, b in zip(weights, longer.policy.parameters()))
+    base = config["train"]["learning_rate"]
+    assert rates == pytest.approx([pufferl.cosine_lr(base, 0.5), pufferl.cosine_lr(base, 0.75)])
+    assert longer.progress() == 1.0
+    trainer.close()
+    longer.close()
 
 
 class NaNRewards(pufferlib.PufferEnv):
@@ -1153,7 +1178,7 @@ def test_unwritable_and_full_disks_are_one_line_errors(tmp_path, capsys):
 
 def test_the_summary_reports_the_final_policy_on_fresh_episodes(tmp_path, capsys):
     config = config_for("puffer_squared", "--train.total-timesteps", "2_000_000", data_dir=tmp_path)
-    trainer = cli.train("puffer_squared", config)
+    trainer = run.train("puffer_squared", config)
     out = capsys.readouterr().out
     final = trainer.final_score
     assert final["episodes"] >= config["base"]["solve_episodes"]

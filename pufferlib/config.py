@@ -187,8 +187,8 @@ class Rule:
     """What values a config key takes: ``accepts(value)``, the words a user reads (``valid``), and
     one value it refuses, so a test can walk every key with a bad value (None: any text is fine)."""
 
-    def __init__(self, accepts, valid, bad):
-        self.accepts, self.valid, self.bad = accepts, valid, bad
+    def __init__(self, accepts, valid, bad, options=()):
+        self.accepts, self.valid, self.bad, self.options = accepts, valid, bad, options
 
 
 def number(low=None, high=None, integer=False, low_open=False, high_open=False, auto=False, none=False):
@@ -224,7 +224,7 @@ def choice(*options):
     def accepts(value):
         return str(value).lower() in names
 
-    return Rule(accepts, "one of " + ", ".join(str(option) for option in options), "nonsense")
+    return Rule(accepts, "one of " + ", ".join(str(option) for option in options), "nonsense", options)
 
 
 def auto_or_bool():
@@ -264,7 +264,7 @@ RULES = {
     "rnn": {"hidden_size": COUNT, "num_layers": COUNT},
     "train": {
         "device": pattern(r"auto|cpu|cuda(:\d+)?", "auto, cpu, cuda or cuda:N", "tpu"), "total_timesteps": COUNT, "torch_threads": number(0, integer=True),
-        "optimizer": choice("adam", "muon"), "learning_rate": POSITIVE, "anneal_lr": choice(True, False),
+        "optimizer": choice("adam", "muon"), "learning_rate": NON_NEGATIVE, "anneal_lr": choice(True, False),
         "adam_beta1": number(0, 1, high_open=True), "adam_beta2": number(0, 1, high_open=True), "adam_eps": POSITIVE,
         "muon_momentum": number(0, 1, high_open=True), "gamma": FRACTION, "gae_lambda": FRACTION,
         "horizon": number(2, integer=True), "batch_size": number(1, integer=True, auto=True), "minibatch_size": COUNT,
@@ -294,14 +294,16 @@ def check_value(section, key, value, where):
     valid, unless ``value`` is one that ``section.key`` takes."""
     rule = RULES.get(section, {}).get(key)
     if rule is not None and not rule.accepts(value):
-        raise ConfigError(f"{where} {value!r}: expected {rule.valid}")
+        hint = did_you_mean(value, [str(option) for option in rule.options]) if isinstance(value, str) else ""
+        raise ConfigError(f"{where} {value!r}: expected {rule.valid}.{hint}".rstrip("."))
 
 
-def check_config(config, where="config"):
-    """Checks every key of ``config`` that has a rule (a whole config, before anything is built)."""
+def check_config(config, where=None):
+    """Checks every key of ``config`` that has a rule (a whole config, before anything is built);
+    an error names the key as ``where`` (an .ini file) holds it, else as its flag."""
     for section, values in config.items():
         for key, value in values.items():
-            check_value(section, key, value, f"{where}: [{section}] {key}" if where != "flags" else flag_name(section, key))
+            check_value(section, key, value, f"{where}: [{section}] {key}" if where else flag_name(section, key))
 
 
 def flag_name(section, key):

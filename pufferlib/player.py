@@ -135,6 +135,15 @@ def describe_stats(stats, solve_metric):
     return ", ".join(shown)
 
 
+def stepping_env(env):
+    """The env object that steps env 0 of a vector env, where it lives in this process (the
+    native and Serial backends), for what only it knows: the frame that ended an episode and the
+    episodes it has not reported yet. None for envs in other processes."""
+    workers = getattr(env, "workers", None)
+    envs = getattr(workers[0], "envs", None) if workers else None
+    return envs[0] if envs else None
+
+
 def evaluate(env_name, config, checkpoint):
     """`puffer eval`: a trained policy plays one env and agent 0's episodes are shown. ``config``
     is normally the run's own (from the checkpoint) with the command's flags applied. Returns the
@@ -152,10 +161,10 @@ def evaluate(env_name, config, checkpoint):
     policy.eval()
     # The step that ends an episode returns the next one's first frame; an env that can keeps the
     # final frame, so the episode is seen to its end.
-    driver = getattr(env, "driver_env", env)
-    final_frames = hasattr(driver, "keep_final_frames")
+    stepper = stepping_env(env)
+    final_frames = hasattr(stepper, "keep_final_frames")
     if final_frames:
-        driver.keep_final_frames()
+        stepper.keep_final_frames()
 
     player = PolicyPlayer(policy, env.num_agents, config["base"]["seed"], device)
     follower = EpisodeFollower()
@@ -169,7 +178,7 @@ def evaluate(env_name, config, checkpoint):
             ended = follower.update(rewards, terminals, truncations)
             if ended:
                 line = f"Episode {len(follower.returns)} of {episodes}: return {ended[0]:.4g}, length {ended[1]}"
-                playback.episode_end(driver.final_frame(0) if final_frames else None, line)
+                playback.episode_end(stepper.final_frame(0) if final_frames else None, line)
                 if len(follower.returns) >= episodes:
                     break
             if steps >= eval_config["max_steps"]:
@@ -183,7 +192,7 @@ def evaluate(env_name, config, checkpoint):
     finally:
         # Ocean envs sum episode statistics in C and report them every few steps: the episodes
         # that ended since the last report are fetched before the env goes.
-        pending = driver.log() if hasattr(driver, "log") else None
+        pending = stepper.log() if hasattr(stepper, "log") else None
         if pending:
             infos.append(pending)
         env.close()

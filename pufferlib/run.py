@@ -81,6 +81,8 @@ class TrainingRun:
         self.train_config = train_config = config["train"]
         self.is_main = self.world.is_main
         self.checkpoint = None
+        # A folder this run makes is removed again if the run never starts; one given is the caller's.
+        self.owns_folder = not resume and run_dir is None
         if resume:
             self.checkpoint = read_checkpoint(resolve_checkpoint(resume, train_config["data_dir"], env_name))
             if self.checkpoint["env_name"] != env_name:
@@ -107,7 +109,7 @@ class TrainingRun:
 
     def abandon(self):
         """A new run that never started leaves no folder behind."""
-        if self.is_main and not self.checkpoint:
+        if self.is_main and self.owns_folder:
             shutil.rmtree(self.run_dir, ignore_errors=True)
 
     def start_trainer(self, load_model_path):

@@ -31,6 +31,7 @@ import random
 import shutil
 import socket
 import statistics
+import textwrap
 import time
 import warnings
 from dataclasses import dataclass
@@ -42,13 +43,12 @@ import psutil
 import sqlalchemy
 from optuna.trial import TrialState
 
-from pufferlib.assemble import make_policy, make_vecenv
-from pufferlib.checkpoint import CHECKPOINT_NAME, new_run_dir, save_atomic
+from pufferlib.checkpoint import new_run_dir, write_atomic
 from pufferlib.config import ConfigError, apply_flags
-from pufferlib.dashboard import MetricsLog, epoch_metrics
 from pufferlib.evaluate import RecentMean, SolveCheck
 from pufferlib.exceptions import did_you_mean
-from pufferlib.pufferl import NonFiniteError, PuffeRL
+from pufferlib.pufferl import NonFiniteError
+from pufferlib.run import TrainingRun, solve_target
 
 STUDY_FILE = "study.db"
 BEST_CONFIG = "best.ini"
@@ -248,13 +248,6 @@ def counted_trials(study):
     return count
 
 
-def solve_target(config, env):
-    base = config["base"]
-    if base["solve_score"] == "auto":
-        return getattr(getattr(env, "driver_env", env), "optimal_score", None)
-    return base["solve_score"]
-
-
 class Progress(NamedTuple):
     """Where a run stood after an epoch: its spend on each cost's clock, and its score."""
 
@@ -298,24 +291,16 @@ def train_trial(config, run_dir, settings, on_progress, params):
 
     ``trial_seconds`` is counted on the cost's clock: CPU seconds when the cost is, so that neither
     the budget nor the pruner's fractions of it move with other jobs' load; else wall-clock."""
-    env_name = config["base"]["env_name"]
-    with open(run_dir / "config.json", "w") as f:
-        json.dump(config, f, indent=2)
-    metric, base = settings["metric"], config["base"]
-    vecenv = make_vecenv(env_name, config)
-    try:
-        trainer = PuffeRL(config, vecenv, make_policy(vecenv, config))
-    except BaseException:
-        vecenv.close()
-        raise
-    target = solve_target(config, vecenv)
+    env_name, metric, base = config["base"]["env_name"], settings["metric"], config["base"]
+    run = TrainingRun(env_name, config, run_dir=run_dir, group=run_dir.parent.name)
+    trainer = run.trainer
+    target = solve_target(config, trainer.vecenv)
     score = RecentMean(base["solve_episodes"])
     # A trial's cost ends where its training episodes first reach the target (fresh-episode
     # confirmation would cost each trial more than it tells the search).
     solve_check = SolveCheck(base["solve_metric"], target, base["solve_tolerance"], base["solve_episodes"])
     history, reached_target = [], False
-    metrics = MetricsLog(run_dir, config, group=run_dir.parent.name)
-    cpu_clock = CpuClock(vecenv)  # from when the trainer is ready, as trainer.seconds()
+    cpu_clock = CpuClock(trainer.vecenv)  # from when the trainer is ready, as trainer.seconds()
 
     def spent():
         return cpu_clock() if settings["cost"] == "cpu_seconds" else trainer.seconds()
@@ -323,14 +308,11 @@ def train_trial(config, run_dir, settings, on_progress, params):
     try:
         pruned = None
         try:
-            while trainer.epoch < trainer.total_epochs:
-                epoch_start, step_start = time.time(), trainer.global_step
-                trainer.collect()
+            while not run.finished:
                 try:
-                    trainer.train()
+                    run.epoch()
                 except NonFiniteError as error:
                     raise TrialFailed(str(error)) from None
-                metrics.log(epoch_metrics(trainer, (trainer.global_step - step_start) / max(time.time() - epoch_start, 1e-9)))
                 diverged = [k for k, v in trainer.losses.items() if k != "explained_variance" and not math.isfinite(v)]
                 if diverged:
                     raise TrialFailed(f"{', '.join(diverged)} not finite at step {trainer.global_step}")
@@ -355,15 +337,14 @@ def train_trial(config, run_dir, settings, on_progress, params):
                     break
         except optuna.TrialPruned as error:
             pruned = error
-        save_atomic(trainer.state_dict(), run_dir / CHECKPOINT_NAME)
+        run.save_checkpoint()
         if history:
             score, cost = score_and_cost(history, settings["direction"], settings["cost"])
-            metrics.record_trial(params, {"sweep/score": score, f"sweep/cost_{settings['cost']}": cost})
+            run.metrics.record_trial(params, {"sweep/score": score, f"sweep/cost_{settings['cost']}": cost})
         if pruned:
             raise pruned
     finally:
-        metrics.close()
-        trainer.close()
+        run.close()
     if not history:
         raise TrialFailed(
             f"fewer than {base['solve_episodes']} episodes ended within {trainer.global_step} steps: "
@@ -529,21 +510,6 @@ def latest_sweep_dir(data_dir, env_name):
     return max(found, key=lambda p: (p / "config.json").stat().st_mtime)
 
 
-def write_atomic(path, text):
-    """Writes beside ``path`` and renames over it: a reader never sees half a file."""
-    path = Path(path)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(temporary, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temporary, path)
-    finally:
-        if temporary.exists():
-            temporary.unlink()
-
-
 def ini_value(value):
     return repr(value) if isinstance(value, float) else str(value)
 
@@ -628,20 +594,40 @@ def summarize(study, env_name, settings, sweep_dir):
         print(f"No trial completed ({counts}); nothing to report.")
         return None
     best = best_trial(front, settings["direction"])
-    table = Table(title=f"Pareto front of {env_name} ({study.study_name}): {len(trials)} trials, {counts}", title_justify="left")
-    table.add_column("trial", justify="right")
-    table.add_column(score_label(settings), justify="right")
-    table.add_column(f"cost ({cost_label(settings)})", justify="right")
-    table.add_column("solved", justify="center")
     keys = list(front[0].params)
-    for name in short_names(keys).values():
-        table.add_column(name, justify="right")
-    for t in front:
-        values = [f"{t.params[k]:.3g}" if isinstance(t.params[k], float) else str(t.params[k]) for k in keys]
-        style = "bold green" if t is best else None
-        solved = "yes" if t.user_attrs.get("solved") else "no"
-        table.add_row(str(t.number), f"{t.values[0]:.4g}", f"{t.values[1]:.4g}", solved, *values, style=style)
-    Console(width=max(120, 16 * (len(keys) + 3))).print(table)
+    names = short_names(keys)
+
+    def shown(value):
+        return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+    def front_table(with_params):
+        table = Table()
+        table.add_column("trial", justify="right")
+        table.add_column(score_label(settings), justify="right")
+        table.add_column(f"cost ({cost_label(settings)})", justify="right")
+        table.add_column("solved", justify="center")
+        for key in keys if with_params else ():
+            table.add_column(names[key], justify="right")
+        for t in front:
+            values = [shown(t.params[k]) for k in keys] if with_params else []
+            solved = "yes" if t.user_attrs.get("solved") else "no"
+            table.add_row(str(t.number), f"{t.values[0]:.4g}", f"{t.values[1]:.4g}", solved, *values,
+                          style="bold green" if t is best else None)
+        return table
+
+    # The terminal's width (80 off a terminal): a table wider than that wraps into noise, so the
+    # searched values then follow the table as one wrapped line per trial.
+    width = shutil.get_terminal_size((80, 24)).columns
+    console = Console(width=width)
+    print(textwrap.fill(f"Pareto front of {env_name} ({study.study_name}): {len(trials)} trials, {counts}", width=width))
+    table = front_table(with_params=True)
+    if Console(width=10_000).measure(table).maximum <= width:  # measured unclamped: rich would squeeze it
+        console.print(table)
+    else:
+        console.print(front_table(with_params=False))
+        for t in front:
+            line = ", ".join(f"{names[k]} {shown(t.params[k])}" for k in keys)
+            print(textwrap.fill(line, width=width, initial_indent=f"trial {t.number}: ", subsequent_indent="  "))
     plot_path = sweep_dir / FRONT_PLOT
     plot_front(study, settings, plot_path, f"{env_name}: {settings['metric']} against {COST_NAMES[settings['cost']]} ({counts})")
     best_path = sweep_dir / BEST_CONFIG

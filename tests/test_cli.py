@@ -203,9 +203,13 @@ def test_eval_into_a_file_is_plain_text_with_each_episode_to_its_end(tmp_path, c
     assert cli.main(["eval", "squared", "--eval.fps", "0", "--eval.episodes", "2", *flags]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out  # no clear-screen or colour codes off a terminal
-    assert "Episode 1 of 2: return" in out and "Episode 2 of 2: return" in out
+    assert out.count("Episode 1 of 2: return") == out.count("Episode 2 of 2: return") == 1
     assert "Mean return of agent 0 over 2 episodes" in out
     assert "episode 3 of 2" not in out  # the next episode's first frame is not shown after the last
+    # Off a terminal only each episode's final frame is printed: a 5x5 board is 5 lines.
+    assert len(out.splitlines()) <= 2 * (5 + 2) + 6
+    # The env's own statistics count every episode it played, the last ones included.
+    assert re.search(r"Env episode statistics \(all agents, ([2-9]|\d\d+) episodes\)", out), out
 
 
 def test_an_ocean_env_keeps_the_frame_that_ends_an_episode():

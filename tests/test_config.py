@@ -39,8 +39,8 @@ def test_a_bad_value_for_any_flag_is_one_line_naming_it(section, key, capsys, tm
 
 
 @pytest.mark.parametrize("value, says", [
-    ("-0.1", "--train.learning-rate -0.1: expected a number > 0"),
-    ("nan", "--train.learning-rate nan: expected a number > 0"),
+    ("-0.1", "--train.learning-rate -0.1: expected a number >= 0"),
+    ("nan", "--train.learning-rate nan: expected a number >= 0"),
 ])
 def test_a_learning_rate_out_of_range_names_the_range(value, says, capsys):
     assert cli.main(["train", "puffer_squared", "--train.learning-rate", value]) == 2

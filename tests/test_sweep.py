@@ -99,12 +99,12 @@ def test_unknown_hyperparameter_is_an_error():
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--sweep.pruner", "medain"], "--sweep.pruner 'medain': valid are median, successive_halving, none. Did you mean median?"),
+    (["--sweep.pruner", "medain"], "--sweep.pruner 'medain': expected one of median, successive_halving, none. Did you mean median?"),
     (["--sweep.train.learning-rate", "log_uniform(0.1, 0.01)"], "empty range"),
-    (["--sweep.prune-warmup", "1.5"], "expected a fraction"),
+    (["--sweep.prune-warmup", "1.5"], "--sweep.prune-warmup 1.5: expected a number >= 0 and <= 1"),
     (["--sweep.seeds", "0"], "--sweep.seeds 0: expected an integer >= 1"),
-    (["--sweep.cost", "bogus"], "--sweep.cost 'bogus': valid are seconds, steps, cpu_seconds."),
-    (["--sweep.cost", "cpu_second"], "valid are seconds, steps, cpu_seconds. Did you mean cpu_seconds?"),
+    (["--sweep.cost", "bogus"], "--sweep.cost 'bogus': expected one of seconds, steps, cpu_seconds"),
+    (["--sweep.cost", "cpu_second"], "expected one of seconds, steps, cpu_seconds. Did you mean cpu_seconds?"),
     (["--sweep.storage", "nonsense"], "'nonsense' is not a database URL"),
     (["--sweep.storage", "oracle://u@host/db"], "'oracle' is not a supported database"),
     (["--sweep.storage", "postgresql://puffer:secret@127.0.0.1:9/nothing"], "cannot open the study database postgresql://puffer:***@127.0.0.1:9/nothing"),
@@ -151,7 +151,8 @@ def test_the_shipped_search_spaces_are_valid(env_name, space_file, keys):
 # -- sweeps on SQLite -----------------------------------------------------------------------------
 
 
-def test_sqlite_sweep_resume_and_the_best_ini_trains(tmp_path, capsys):
+def test_sqlite_sweep_resume_and_the_best_ini_trains(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
     flags = ["--train.data-dir", str(tmp_path), *TINY]
     assert cli.main(["sweep", "squared", "--sweep.trials", "3", *flags]) == 0
     out = capsys.readouterr().out
@@ -159,6 +160,9 @@ def test_sqlite_sweep_resume_and_the_best_ini_trains(tmp_path, capsys):
     trials = study_at(sweep_dir).trials
     assert len(trials) == 3 and all(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in trials)
     assert "Pareto front of puffer_squared" in out
+    front = out[out.index("Pareto front of"):out.index("Best: trial")]
+    assert max(map(len, front.splitlines())) <= 80, front  # readable on an 80-column terminal
+    assert "learning_rate" in front  # the searched values, each trial's wrapped below the table
     for trial in trials:
         run_dir = sweep_dir / f"trial_{trial.number:04d}"
         assert trial.user_attrs["run_dir"] == str(run_dir.resolve())
@@ -299,7 +303,7 @@ def test_a_failing_trial_is_recorded_and_the_sweep_goes_on(tmp_path, capsys):
     [sweep_dir] = sweep_dirs(tmp_path)
     trials = study_at(sweep_dir).trials
     assert [t.state for t in trials] == [TrialState.FAIL, TrialState.FAIL]
-    assert all("horizon 1: segments need at least 2 steps" in t.user_attrs["error"] for t in trials)
+    assert all("horizon 1: expected an integer >= 2" in t.user_attrs["error"] for t in trials)
     assert "No trial completed (0 complete, 0 pruned, 2 failed)" in out
     assert not (sweep_dir / sweep.BEST_CONFIG).exists()
 

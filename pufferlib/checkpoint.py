@@ -9,6 +9,7 @@ import io
 import os
 import re
 import time
+import warnings
 from pathlib import Path
 
 import torch
@@ -69,9 +70,17 @@ def read_checkpoint(path):
     if not path.is_file():
         raise CheckpointError(f"No checkpoint at {path}")
     try:
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch's remarks on the pickle protocol of a foreign file
+            checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # torch raises many kinds for damaged files
-        raise CheckpointError(f"{path} is not a readable checkpoint (corrupt or truncated?): {type(error).__name__}: {error}") from None
+        # torch's message on a file that holds more than tensors advises loading it with
+        # weights_only=False, which runs whatever code the file holds: a checkpoint never needs that.
+        if "weights_only" in str(error):
+            why = "it holds objects other than tensors and plain values, which are not loaded (they could run code)"
+        else:
+            why = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".rstrip(": ")
+        raise CheckpointError(f"{path} is not a readable checkpoint (corrupt, truncated, or not a PuffeRL checkpoint): {why}") from None
     if not isinstance(checkpoint, dict) or checkpoint.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"{path} is not a PuffeRL checkpoint (expected format {CHECKPOINT_FORMAT})")
     checkpoint["path"] = str(path)

@@ -386,8 +386,7 @@ class PuffeRL:
         name = next((name for name, value in quantities if value.is_floating_point() and not torch.isfinite(value).all()), "loss")
         where = f"minibatch {self.finite_minibatches.item() + 1} of {self.total_minibatches}" if self.halted.item() else "statistics"
         return (f"non-finite {name} at step {self.global_step} (epoch {self.epoch}, {where}): training stopped there, "
-                f"the weights are those of the last finite minibatch and the last checkpoint is finite. "
-                f"Lower --train.learning-rate or check the env's {name}")
+                f"the weights are those of the last finite minibatch. Lower --train.learning-rate or check the env's {name}")
 
     def seconds(self):
         return self.elapsed + time.time() - self.start_time

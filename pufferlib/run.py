@@ -33,7 +33,7 @@ from pufferlib.dashboard import Dashboard, MetricsLog, epoch_metrics, human
 from pufferlib.distributed import World, make_world
 from pufferlib.evaluate import SolveCheck, score_policy
 from pufferlib.player import describe_stats
-from pufferlib.pufferl import PuffeRL
+from pufferlib.pufferl import NonFiniteError, PuffeRL
 
 # The shell's exit codes for a process ended by each signal: 128 + its number.
 EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
@@ -155,7 +155,12 @@ class TrainingRun:
         epoch_start, step_start = time.time(), trainer.global_step
         if not trainer.collect():
             return False
-        trainer.train()
+        try:
+            trainer.train()
+        except NonFiniteError as error:
+            saved = f"the last checkpoint ({self.checkpoint_path}) holds step {read_checkpoint(self.checkpoint_path)['global_step']}" \
+                if self.checkpoint_path.is_file() else "no checkpoint was written before it"
+            raise NonFiniteError(f"{error} ({saved})") from None
         self.sps = (trainer.global_step - step_start) / max(time.time() - epoch_start, 1e-9)
         if self.metrics:
             self.metrics.log(epoch_metrics(trainer, self.sps))

@@ -8,9 +8,12 @@ import signal
 import threading
 import time
 
+import pytest
+
 from pufferlib import cli
 from pufferlib.checkpoint import read_checkpoint, run_dirs
 from pufferlib.config import apply_flags, load_config
+from pufferlib.pufferl import NonFiniteError
 from pufferlib.run import TrainingRun
 
 QUIET = ["--train.dashboard", "off", "--train.device", "cpu", "--vec.num-envs", "64"]
@@ -83,5 +86,23 @@ def test_checkpoints_follow_the_clock_as_well_as_the_epoch_count(tmp_path):
         assert run.epoch() and not run.checkpoint_due()  # an hour has not passed since the last one
         run.train_config["checkpoint_interval"] = 2
         assert run.checkpoint_due()  # the second epoch
+    finally:
+        run.close()
+
+
+def test_a_non_finite_update_says_what_the_last_checkpoint_holds(tmp_path, monkeypatch):
+    config = apply_flags(load_config("puffer_squared"), ["--train.data-dir", str(tmp_path), *QUIET])
+    run = TrainingRun("puffer_squared", config)
+    try:
+        def diverge():
+            raise NonFiniteError("non-finite loss at step 2048")
+
+        monkeypatch.setattr(run.trainer, "train", diverge)
+        with pytest.raises(NonFiniteError, match=r"step 2048 \(no checkpoint was written before it\)"):
+            run.epoch()
+        run.save_checkpoint()
+        step = run.trainer.global_step
+        with pytest.raises(NonFiniteError, match=rf"the last checkpoint \(.*checkpoint\.pt\) holds step {step}\)"):
+            run.epoch()
     finally:
         run.close()

@@ -10,6 +10,7 @@ the ratio between them.
 """
 
 import argparse
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -139,6 +140,12 @@ def table(entries):
     return lines
 
 
+def row_order(entry):
+    """Rows by what was measured, then by the numbers of the setting (env counts, then threads)."""
+    numbers = [float(number) for number in re.findall(r"\d+(?:\.\d+)?", entry["setting"].replace(",", ""))]
+    return entry["what"], numbers, entry["setting"]
+
+
 def grouped(entries, field):
     """Entries grouped by a derived field, groups in order of first appearance."""
     groups = {}
@@ -174,7 +181,7 @@ def page(entries):
         for machine, on_machine in grouped(in_area, lambda entry: results.machine_label(entry["machine"])):
             lines += [f"### {machine}", ""]
             for command, measured in grouped(on_machine, lambda entry: entry["command"]):
-                lines += [f"`{command}`", ""] + table(measured) + [""]
+                lines += [f"`{command}`", ""] + table(sorted(measured, key=row_order)) + [""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

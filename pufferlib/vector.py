@@ -725,7 +725,7 @@ class Native(Serial):
         if not accepts_num_envs(env_creator):
             raise APIUsageError(
                 "the native backend needs a batched env_creator (one with a num_envs parameter, like "
-                "ocean.make); use Serial or Multiprocessing for other envs"
+                "ocean.make); use Serial, Multiprocessing or Ray for other envs"
             )
         divides = all(isinstance(n, int) and n > 0 for n in (num_envs, batch_size)) and num_envs % batch_size == 0
         batches = num_envs // batch_size if divides else 1
@@ -1216,12 +1216,30 @@ class Ray(VecEnv):
             for index in range(self.num_workers)
         ]
         self.futures = {}
+        started = [actor.node_id.remote() for actor in self.actors]
         try:
-            # Surfaces creation errors; a creation past the timeout raises GetTimeoutError.
-            ray.get([actor.node_id.remote() for actor in self.actors], timeout=self.timeout)
+            ready, waiting = ray.wait(started, num_returns=len(started), timeout=self.timeout)
+            ray.get(ready)  # surfaces creation errors
+            if waiting:
+                raise self._not_started(started.index(waiting[0]), options["num_cpus"])
         except BaseException:
             self.close()
             raise
+
+    def _not_started(self, worker, cpus_each):
+        """The error for an actor still not running after the timeout: most often it waits for a
+        CPU that other actors hold."""
+        free = self.ray.available_resources().get("CPU", 0)
+        total = self.ray.cluster_resources().get("CPU", 0)
+        first = worker * self.envs_per_worker
+        return WorkerTimeoutError(
+            f"Ray backend: the actor of {self._describe(worker)} did not start within {self.timeout:g} s. The "
+            f"cluster has {free:g} of its {total:g} CPUs free and each actor needs {cpus_each:g}: an actor waits "
+            "until a CPU is free, so other actors (another vector env's) may hold them. Close those, use fewer "
+            "workers or actor_options={'num_cpus': <less>}, or give slow env creation a longer timeout",
+            worker,
+            list(range(first, first + self.envs_per_worker)),
+        )
 
     def _launch(self, workers, command, seed=None):
         for worker in workers:

@@ -197,6 +197,8 @@ def main():
     parser.add_argument("--page", default=str(PAGE), help="the page to write")
     parser.add_argument("--check", action="store_true", help="only compare the page with what the records give")
     args = parser.parse_args()
+    if not Path(args.results).exists():
+        parser.error(f"{args.results} does not exist: store figures there first with a bench script's --record")
     try:
         text = page(results.load(args.results))
     except results.ResultError as error:

@@ -249,3 +249,17 @@ def test_bench_ocean_records_its_figures_with_their_peers(tmp_path):
     assert pong["peer"]["what"] == "the same game as vectorized numpy"
     assert all(entry["command"].endswith("--craftax-envs 0") for entry in stored.values())
     assert stored[("ocean", "step() call from Python", "1 bandit env")]["unit"] == "us"
+
+
+def test_the_page_script_rewrites_a_stale_page_and_check_reports_it(tmp_path):
+    records, page = tmp_path / "results.jsonl", tmp_path / "BENCHMARKS.md"
+    results.record([sample()], records)
+    page.write_text("# Benchmarks\n\nhand-edited\n")
+    script = [sys.executable, str(REPO / "scripts" / "results_page.py"), "--results", str(records), "--page", str(page)]
+    stale = subprocess.run([*script, "--check"], capture_output=True, text=True)
+    assert stale.returncode == 1 and "run python scripts/results_page.py" in stale.stderr
+    subprocess.run(script, check=True, capture_output=True)
+    assert "**175.3M**" in page.read_text()
+    assert subprocess.run([*script, "--check"], capture_output=True).returncode == 0
+    missing = subprocess.run([*script[:3], str(tmp_path / "none.jsonl")], capture_output=True, text=True)
+    assert missing.returncode == 2 and "does not exist" in missing.stderr

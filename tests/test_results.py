@@ -129,6 +129,14 @@ def test_figures_in_prose_are_quoted_from_the_records(document):
                         'record as [figure](BENCHMARKS.md#area "key"), see tests/test_results.py')
 
 
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: str(path.relative_to(REPO)))
+def test_links_into_the_page_land_on_its_headings(document):
+    page = (REPO / "BENCHMARKS.md").read_text()
+    headings = {results_page.anchor(line.lstrip("#").strip()) for line in page.splitlines() if line.startswith("#")}
+    linked = set(re.findall(r"\((?:\.\./)?BENCHMARKS\.md#([\w-]+)", document.read_text()))
+    assert linked - headings == set(), f"{document.name} links sections BENCHMARKS.md does not have"
+
+
 def test_the_docs_quote_figures():
     assert sum(len(quoted(document.read_text())) for document in DOCUMENTS) >= 20
 

@@ -312,7 +312,7 @@ def test_page_locked_buffers_need_cuda():
 def test_spawn_start_method_takes_lambdas():
     creator = lambda buf=None: counter(buf, length=3)  # noqa: E731  (cloudpickle carries it)
     frames, _ = rollout(vector.make(creator, backend="multiprocessing", num_envs=2, num_workers=2, context="spawn"), 4)
-    assert frames[0].tolist() == [[7, 0], [8, 0]]
+    assert frames[0][0].tolist() == [[7, 0], [8, 0]]
     assert frames[4][0].tolist() == [[7, 1], [8, 1]]  # autoreset after step 3
 
 

@@ -76,6 +76,11 @@ def bench(env_name, config):
     seconds = config["bench"]["seconds"]
     env = make_vecenv(env_name, config)
     env_sps = env_steps_per_second(env, seconds, config["base"]["seed"])
+    # Said with the figure: scripts/bench_ocean.py times step() alone, with no backend between,
+    # cached actions and its own env counts, so it reports more for the same game.
+    count = config["vec"]["num_threads"]
+    threads = f" ({count} thread{'s' * (count != 1)})" if type(env).__name__ == "Native" else ""
+    env_setup = f"{env.num_envs} envs on {type(env).__name__}{threads}, fresh random actions every step"
     env.close()
 
     vecenv = make_vecenv(env_name, config)
@@ -94,7 +99,7 @@ def bench(env_name, config):
     result = dict(env=env_name, device=trainer.device, policy=pufferlib.models.describe(trainer.policy),
                   num_agents=trainer.num_agents, env_sps=env_sps, train_sps=train_sps,
                   rollout_fraction=rollout / elapsed, train_fraction=learn / elapsed)
-    print(f"{env_name}: env {human(env_sps)} SPS (random actions), training {human(train_sps)} SPS "
+    print(f"{env_name}: env {human(env_sps)} SPS ({env_setup}), training {human(train_sps)} SPS "
           f"({result['rollout_fraction']:.0%} rollout, {result['train_fraction']:.0%} update) on {trainer.device}, "
           f"{trainer.num_agents} agents, {result['policy']}")
     return result

@@ -5,6 +5,11 @@ A PufferEnv simulates ``num_agents`` agents at once and owns one preallocated bu
 ``step`` write those buffers in place and return them, so a caller that keeps a reference always
 sees the newest data without copies. Vectorization backends hand a PufferEnv slices of shared
 memory through ``buf``, which is why the buffers are never reallocated.
+
+``masks`` is True for every live agent and False for padding (a PettingZoo agent that is absent);
+a trainer stores only masked-in agents. Buffers start with every agent live (``allocate_buffers``
+and every backend's), and an env whose agents are never padded sets its masks once all the same,
+as it cannot know who allocated the buffer it was given.
 """
 
 from abc import ABC, abstractmethod

@@ -18,12 +18,14 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.modified import newer_group
 
 compile_args = ["-O3", "-fopenmp", "-fno-fast-math"]
 if os.environ.get("PUFFER_NATIVE") == "1":
@@ -91,7 +93,25 @@ def nvcc_command(nvcc, output):
 
 
 class BuildWithCuda(build_ext):
-    """build_ext, then the CUDA library: its absence is reported in one line, its failure fails the build."""
+    """build_ext, then the CUDA library: its absence is reported in one line, its failure fails the build.
+    Each extension that needs compiling says so as it starts, numbered among those that do."""
+
+    def build_extensions(self):
+        # The same test build_extension applies, made before any compile so that the count is known.
+        self.stale = [ext.name for ext in self.extensions
+                      if self.force or newer_group(ext.sources + ext.depends, self.get_ext_fullpath(ext.name), "newer")]
+        self.started = 0
+        self.progress_lock = threading.Lock()  # --parallel builds extensions on threads
+        super().build_extensions()
+
+    def build_extension(self, ext):
+        if ext.name in self.stale:
+            # Under the lock: print writes the line and its newline separately, which threads interleave.
+            with self.progress_lock:
+                self.started += 1
+                width = len(str(len(self.stale)))
+                print(f"[{self.started:{width}}/{len(self.stale)}] compiling {ext.name}", flush=True)
+        super().build_extension(ext)
 
     def run(self):
         super().run()

@@ -2,16 +2,12 @@
 # Entrypoint of the PufferTank image (docker/puffer/Dockerfile): says what is inside, checks for a
 # GPU, then runs the command. PUFFERTANK_QUIET=1 silences the banner (the GPU warning stays).
 # PUFFERTANK_BUILD_INPLACE=1 (set by `puffer tank run|shell` when it mounts a checkout over the
-# image's copy) first compiles that checkout's extensions, which the mount hides.
+# image's copy) first compiles that checkout's extensions, which the mount hides
+# (puffertank-build-inplace); the command runs even when that fails, so that a shell can fix it.
 set -euo pipefail
 
-repo=${PUFFERTANK_REPO:-/home/puffer/pufferlib}
-
 if [ "${PUFFERTANK_BUILD_INPLACE:-0}" = 1 ]; then
-  echo "puffertank: building the mounted checkout's extensions in place ($repo)" >&2
-  if ! (cd "$repo" && python setup.py -q build_ext --inplace >/dev/null); then
-    echo "puffertank: WARNING: the in-place build failed; run 'python setup.py build_ext --inplace' in $repo" >&2
-  fi
+  puffertank-build-inplace || true
 fi
 
 if [ "${PUFFERTANK_QUIET:-0}" != 1 ]; then

@@ -190,7 +190,7 @@ def test_devcontainer_builds_stage_3_as_puffer():
     assert (REPO / ".devcontainer" / config["build"]["dockerfile"]).resolve() == REPO / "docker/puffer/Dockerfile"
     assert config["remoteUser"] == "puffer"
     assert config["hostRequirements"]["gpu"] == "optional"
-    assert "build_ext --inplace" in config["postCreateCommand"]
+    assert config["postCreateCommand"] == "puffertank-build-inplace"
 
 
 @pytest.mark.docker
@@ -390,14 +390,25 @@ def test_runs_as_non_root_and_warns_without_gpu(built):
     assert "WARNING: no NVIDIA GPU visible" in output
 
 
-@pytest.mark.docker
-def test_root_checkout_stays_writable(built, checkout):
-    if os.getuid() != 0:
-        pytest.skip("the checkout must belong to root: run the tests as root")
+def copy_checkout(source, destination):
+    """A copy of a checkout with its build outputs and their times, as another folder on the host."""
+    shutil.copytree(source, destination, symlinks=True)
+    return destination
+
+
+def extension_names(checkout):
+    return sorted(path.parent.name for path in checkout.glob("ocean/*/binding.pyx"))
+
+
+@pytest.fixture(scope="module")
+def mounted_run(built, checkout, tmp_path_factory):
+    """`puffer tank run` on a fresh checkout, mounted over the image's copy: the entrypoint compiles it
+    in place first. (checkout, output); the checkout is left compiled, for the tests that reuse it."""
+    mounted = copy_checkout(checkout, tmp_path_factory.mktemp("mounted") / "repo")
     marker = f".tank-write-{uuid.uuid4().hex}"
     result = tank(
         "--repo",
-        str(checkout),
+        str(mounted),
         "run",
         "--network",
         "none",
@@ -411,11 +422,222 @@ def test_root_checkout_stays_writable(built, checkout):
     )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-5000:]
-    assert "running as root, so that the checkout stays writable" in output
-    assert "in-place build failed" not in output and "PermissionError" not in output
+    return mounted, marker, output
+
+
+@pytest.mark.docker
+def test_mounted_checkout_builds_like_the_image_with_progress(mounted_run):
+    mounted, _, output = mounted_run
+    assert "the in-place build" not in output and "nvcc not found" not in output, output[-5000:]
+    envs = extension_names(mounted)
+    progress = re.findall(r"^\[\s*(\d+)/(\d+)\] compiling ocean\.(\w+)\.binding$", output, flags=re.M)
+    assert sorted(name for _, _, name in progress) == envs, output[-5000:]
+    assert sorted(int(number) for number, _, _ in progress) == list(range(1, len(envs) + 1))
+    assert {int(total) for _, total, _ in progress} == {len(envs)}
+    assert (mounted / "ocean" / "craftax" / "libcraftax_gpu.so").is_file(), "the GPU Craftax library was not built"
+    assert "CraftaxGPU: built ocean/craftax/libcraftax_gpu.so" in output
     assert "squared imports" in output
-    assert (checkout / marker).stat().st_uid == 0
-    assert list(checkout.glob("ocean/squared/binding*.so")), "the in-place build wrote no extension"
+
+
+@pytest.mark.docker
+def test_root_checkout_stays_writable(mounted_run):
+    if os.getuid() != 0:
+        pytest.skip("the checkout must belong to root: run the tests as root")
+    mounted, marker, output = mounted_run
+    assert "running as root, so that the checkout stays writable" in output
+    assert "PermissionError" not in output
+    assert (mounted / marker).stat().st_uid == 0
+    assert list(mounted.glob("ocean/squared/binding*.so")), "the in-place build wrote no extension"
+
+
+@pytest.mark.docker
+def test_a_failed_in_place_build_is_one_clear_line_and_the_command_still_runs(mounted_run, tmp_path):
+    broken = copy_checkout(mounted_run[0], tmp_path / "repo")
+    with open(broken / "ocean" / "squared" / "squared.h", "a") as header:
+        header.write("\nthis is not C;\n")
+    result = tank("--repo", str(broken), "run", "--network", "none", "--gpus", "none", "--", "echo", "command ran")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-5000:]
+    assert "[1/1] compiling ocean.squared.binding" in output
+    assert "squared.h" in output and "error" in output  # the compiler's own message is shown
+    errors = [line for line in output.splitlines() if line.startswith("puffertank: ERROR")]
+    assert errors == [
+        "puffertank: ERROR: the in-place build of /home/puffer/pufferlib failed (the compiler's output is above); "
+        "fix it, then run: puffertank-build-inplace"
+    ], output[-3000:]
+    assert result.stdout.rstrip().endswith("command ran")  # the container's output, after the build's
+
+
+# What each way into a container runs a command through: docker exec's plain shell, a login shell
+# (the ssh login hook's `bash --login`), the login interactive shell the Dev Container probes its
+# environment with, a POSIX login shell, and a fresh login through PAM.
+WAYS_IN = {
+    "exec": ["bash", "-c"],
+    "login": ["bash", "--login", "-c"],
+    "login interactive": ["bash", "-lic"],
+    "sh login": ["sh", "-lc"],
+    "sudo -i": ["sudo", "-iu", "puffer", "bash", "-c"],
+}
+ENVIRONMENT_PROBE = (
+    'echo "puffer=$(command -v puffer) python=$(command -v python) nvcc=$(command -v nvcc) '
+    'CUDA_HOME=$CUDA_HOME VIRTUAL_ENV=$VIRTUAL_ENV"; python -c "import torch, pufferlib, nle; print(\'stack imports\')"'
+)
+
+
+@pytest.mark.docker
+def test_every_way_in_finds_the_same_environment(built, docker_client):
+    container = docker_client.containers.run(
+        f"{PREFIX}/puffer:latest", ["sleep", "infinity"], network_mode="none", detach=True, auto_remove=True
+    )
+    try:
+        seen = {}
+        for way, shell in WAYS_IN.items():
+            code, output = container.exec_run([*shell, ENVIRONMENT_PROBE], user="puffer")
+            lines = [line for line in output.decode().splitlines() if line.startswith("puffer=") or "imports" in line]
+            assert code == 0, (way, output.decode())
+            seen[way] = lines
+        expected = [
+            "puffer=/opt/venv/bin/puffer python=/opt/venv/bin/python nvcc=/opt/cuda/bin/nvcc "
+            "CUDA_HOME=/opt/cuda VIRTUAL_ENV=/opt/venv",
+            "stack imports",
+        ]
+        assert seen == {way: expected for way in WAYS_IN}
+    finally:
+        container.remove(force=True)
+
+
+@pytest.mark.docker
+def test_ssh_login_through_the_hook_lands_in_the_tank_and_trains(built, tmp_path):
+    """The login hook as an ssh login runs it, on the stage-3 image: its own `docker exec ... bash
+    --login` on a terminal, with the commands typed in."""
+    user = f"hooktest{uuid.uuid4().hex[:8]}"
+    name = f"puffertank-{user}"
+    typed = (
+        'puffer --version; echo "nvcc at $(command -v nvcc), CUDA_HOME at $CUDA_HOME"; '
+        "puffer train puffer_squared --train.total-timesteps 20000 --train.dashboard plain "
+        "--train.data-dir /tmp/runs; exit\n"
+    )
+    env = dict(
+        os.environ,
+        HOME=str(tmp_path),
+        USER=user,
+        PUFFERTANK_IMAGE=f"{PREFIX}/puffer:latest",
+        SSH_CONNECTION="10.0.0.1 1 10.0.0.2 22",
+    )
+    try:
+        result = subprocess.run(
+            [tool("script"), "-qec", f"bash --norc -i -c '. {REPO}/scripts/login_hook.sh'", "/dev/null"],
+            input=typed,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+        )
+    finally:
+        subprocess.run(["docker", "rm", "--force", name], capture_output=True)
+    output = result.stdout.replace("\r", "")
+    assert f"puffertank: entering {name}" in output, output[-3000:]
+    assert "command not found" not in output, output[-3000:]
+    assert "\npuffer (pufferlib) " in output, output[-3000:]
+    assert "nvcc at /opt/cuda/bin/nvcc, CUDA_HOME at /opt/cuda" in output
+    assert "Finished" in output, output[-3000:]
+    assert "\nlogout\n" in output  # the shell the hook entered was a login shell
+
+
+def devcontainer_mounts(config, workspace):
+    """The workspaceMount of CONFIG as docker-py mounts, with ${localWorkspaceFolder} filled in."""
+    import docker
+
+    fields = dict(
+        item.split("=", 1)
+        for item in config["workspaceMount"].replace("${localWorkspaceFolder}", str(workspace)).split(",")
+    )
+    return [docker.types.Mount(target=fields["target"], source=fields["source"], type=fields["type"])]
+
+
+def devcontainer_run_options(config):
+    """CONFIG's runArgs as docker-py options: each that the file uses must be mapped here."""
+    mapped = {"--ipc": "ipc_mode", "--network": "network_mode"}
+    options = {}
+    for argument in config.get("runArgs", []):
+        flag, _, value = argument.partition("=")
+        assert flag in mapped and value, f"runArgs {argument!r}: this test does not pass it on yet; map it here"
+        options[mapped[flag]] = value
+    return options
+
+
+@pytest.mark.docker
+def test_dev_container_as_vscode_runs_it(mounted_run, docker_client, tmp_path):
+    """.devcontainer/devcontainer.json followed as the Dev Containers extension does: build its
+    Dockerfile with BuildKit, run the container with its runArgs, workspaceMount and an overridden
+    command, probe the user's environment with a login interactive shell, and run postCreateCommand
+    in that environment as remoteUser in workspaceFolder. The workspace is a compiled checkout whose
+    GPU Craftax library is gone, so the postCreateCommand must find nvcc to bring it back."""
+    import io
+
+    import pufferlib
+    from pufferlib.tank.build import context_files, run_buildkit
+
+    config = json.loads((REPO / ".devcontainer" / "devcontainer.json").read_text())
+    workspace = copy_checkout(mounted_run[0], tmp_path / "workspace")
+    (workspace / "ocean" / "craftax" / "libcraftax_gpu.so").unlink()
+    uid = int(docker_client.images.get(f"{PREFIX}/puffer:latest").labels["org.puffertank.uid"])
+    if os.getuid() == 0:
+        # As a host user with the image user's UID (updateRemoteUserUID then has nothing to change).
+        subprocess.run(["chown", "-R", f"{uid}:{uid}", str(workspace)], check=True)
+    elif os.getuid() != uid:
+        pytest.skip(f"the workspace must belong to the image's user (uid {uid}): run as root or as uid {uid}")
+
+    devcontainer = workspace / ".devcontainer"
+    context = (devcontainer / config["build"]["context"]).resolve()
+    dockerfile = str((devcontainer / config["build"]["dockerfile"]).resolve().relative_to(context))
+    # The file builds on puffertank/envs; the tests' images carry the test prefix.
+    buildargs = {**config["build"].get("args", {}), "BASE_IMAGE": f"{PREFIX}/envs:{pufferlib.__version__}"}
+    tag = f"{PREFIX}/devcontainer-{uuid.uuid4().hex[:8]}:latest"
+    log = io.StringIO()
+    image_id, _ = run_buildkit(
+        docker_client,
+        context,
+        context_files(context, dockerfile),
+        dockerfile=dockerfile,
+        tags=[tag],
+        buildargs=buildargs,
+        labels={},
+        no_cache=False,
+        out=log,
+    )
+    container = None
+    try:
+        container = docker_client.containers.run(
+            image_id,
+            ["-c", 'echo Container started\ntrap "exit 0" 15\nwhile sleep 1 & wait $!; do :; done'],
+            entrypoint="/bin/sh",
+            mounts=devcontainer_mounts(config, workspace),
+            environment=config.get("containerEnv"),
+            detach=True,
+            **devcontainer_run_options(config),
+        )
+        user = config["remoteUser"]
+        code, probed = container.exec_run(["bash", "-lic", "cat /proc/self/environ"], user=user, demux=True)
+        assert code == 0, probed
+        environment = dict(item.split("=", 1) for item in probed[0].decode().split("\0") if "=" in item)
+        environment.update(config.get("remoteEnv", {}))
+        code, output = container.exec_run(
+            ["/bin/sh", "-c", config["postCreateCommand"]],
+            user=user,
+            workdir=config["workspaceFolder"],
+            environment=environment,
+        )
+        output = output.decode()
+        assert code == 0, output[-5000:]
+        assert "CraftaxGPU: built ocean/craftax/libcraftax_gpu.so" in output, output[-5000:]
+        assert (workspace / "ocean" / "craftax" / "libcraftax_gpu.so").is_file()
+        code, output = container.exec_run(["bash", "-lc", "command -v puffer && puffer --version"], user=user)
+        assert code == 0 and output.decode().startswith("/opt/venv/bin/puffer\npuffer (pufferlib) "), output.decode()
+    finally:
+        if container is not None:
+            container.remove(force=True)
+        docker_client.images.remove(tag, noprune=False)
 
 
 def host_gpu_runtime(docker_client):

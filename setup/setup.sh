@@ -8,15 +8,11 @@
 # download that fails, a conflicting package) says what went wrong and how to fix it; the steps that
 # do not need it still run, and the script exits non-zero at the end, listing what failed.
 #
-# usage: sudo setup/setup.sh [options]
-#   --dry-run           print every step and what it would run; change nothing (root not needed)
-#   --gpu, --no-gpu     install the NVIDIA driver and container toolkit, or don't
-#                       (default: when an NVIDIA PCI device is present)
-#   --docker=KIND       debian (Debian's docker.io, default), docker-ce (Docker's repository), none
-#   --no-tailscale      skip Tailscale
-#   --user=NAME         the training user (default: puffer)
-#   --ssh-key=FILE      authorize this public key for that user
-#   --login-hook        that user's interactive ssh logins land in the PufferTank container
+# usage: sudo setup/setup.sh [options]; setup/setup.sh --help lists the options.
+#
+# Tunables (environment): PUFFERTANK_DOWNLOAD_TIMEOUT, the seconds a download may take before it
+# counts as failed (default 60), so that a network that drops packets fails a step instead of
+# stalling it.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -27,23 +23,64 @@ tailscale=1
 user=puffer
 ssh_key=
 login_hook=0
+download_timeout=${PUFFERTANK_DOWNLOAD_TIMEOUT:-60}
 
-usage() { sed -n '9,17s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+# Every option, as FLAG VARIABLE VALUE HELP: a bare FLAG sets VARIABLE to VALUE; a FLAG=ARG sets it
+# to what follows the '=' (VALUE is then '-'). Parsing and --help both read this list.
+options=(
+  "--dry-run        dry_run     1  print every step and what it would run; change nothing (root not needed)"
+  "--gpu            gpu         1  install the NVIDIA driver and container toolkit (default: when an NVIDIA PCI device is present)"
+  "--no-gpu         gpu         0  do not install them, even with an NVIDIA GPU present"
+  "--docker=KIND    docker_kind -  debian (Debian's docker.io, default), docker-ce (Docker's repository), none"
+  "--no-tailscale   tailscale   0  skip Tailscale"
+  "--user=NAME      user        -  the training user (default: puffer)"
+  "--ssh-key=FILE   ssh_key     -  authorize this public key for that user's ssh logins"
+  "--login-hook     login_hook  1  that user's interactive ssh logins land in the PufferTank container"
+)
+
+usage() {
+  echo "usage: sudo setup/setup.sh [options]"
+  echo "Sets up a Debian 12 box to train in PufferTank; run it again at any time: it changes only what is missing."
+  local entry flag help
+  for entry in "${options[@]}"; do
+    read -r flag _ _ help <<<"$entry"
+    printf '  %-16s %s\n' "$flag" "$help"
+  done
+  printf '  %-16s %s\n' "-h, --help" "this list"
+}
 
 for arg in "$@"; do
-  case $arg in
-    --dry-run) dry_run=1 ;;
-    --gpu) gpu=1 ;;
-    --no-gpu) gpu=0 ;;
-    --docker=debian | --docker=docker-ce | --docker=none) docker_kind=${arg#--docker=} ;;
-    --no-tailscale) tailscale=0 ;;
-    --user=?*) user=${arg#--user=} ;;
-    --ssh-key=?*) ssh_key=${arg#--ssh-key=} ;;
-    --login-hook) login_hook=1 ;;
-    -h | --help) usage; exit 0 ;;
-    *) echo "setup.sh: unknown option '$arg'" >&2; usage >&2; exit 2 ;;
-  esac
+  case $arg in -h | --help) usage; exit 0 ;; esac
+  matched=0
+  for entry in "${options[@]}"; do
+    read -r flag variable value _ <<<"$entry"
+    if [[ $flag == *=* ]]; then
+      case $arg in
+        "${flag%%=*}"=?*) printf -v "$variable" '%s' "${arg#*=}" ;;
+        "${flag%%=*}" | "${flag%%=*}"=) echo "setup.sh: $arg needs a value: ${flag}" >&2; exit 2 ;;
+        *) continue ;;
+      esac
+    elif [ "$arg" = "$flag" ]; then
+      printf -v "$variable" '%s' "$value"
+    else
+      continue
+    fi
+    matched=1
+    break
+  done
+  if [ "$matched" = 0 ]; then
+    echo "setup.sh: unknown option '$arg' (setup.sh --help lists the options)" >&2
+    exit 2
+  fi
 done
+case $docker_kind in
+  debian | docker-ce | none) ;;
+  *) echo "setup.sh: --docker=$docker_kind: KIND is one of debian, docker-ce, none" >&2; exit 2 ;;
+esac
+if ! [[ $download_timeout =~ ^[1-9][0-9]*$ ]]; then
+  echo "setup.sh: PUFFERTANK_DOWNLOAD_TIMEOUT='$download_timeout': give a whole number of seconds, such as 60" >&2
+  exit 2
+fi
 
 # --- refuse what this script was not written for ------------------------------------------------
 # shellcheck source=/dev/null
@@ -79,6 +116,7 @@ number=0
 title=
 changes=0
 failures=()
+download_error=
 step_changed=0
 apt_fresh=0
 systemd=0
@@ -98,6 +136,8 @@ failed() {
 ok() { printf '  ok: %s\n' "$1"; }
 skip() { printf '  skip: %s\n' "$1"; }
 note() { printf '  note: %s\n' "$1"; }
+# Counts this step as one that changed the system; called once a change is made (or, in a dry run,
+# would be), never before, so that a step whose action failed is not counted.
 changed() {
   if [ "$step_changed" = 0 ]; then
     changes=$((changes + 1))
@@ -106,13 +146,13 @@ changed() {
 }
 # Prints a command, and runs it unless this is a dry run.
 act() {
-  changed
   if [ "$dry_run" = 1 ]; then
     printf '  would run: %s\n' "$*"
   else
     printf '  + %s\n' "$*"
     "$@"
   fi
+  changed
 }
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'; }
 apt_update() {
@@ -137,48 +177,55 @@ ensure_file() {
     ok "$path is up to date"
     return 0
   fi
-  changed
   if [ "$dry_run" = 1 ]; then
     printf '  would write %s\n' "$path"
   else
     printf '  + write %s\n' "$path"
     install -D -m "$mode" /dev/stdin "$path" <<<"$content"
   fi
+  changed
 }
 # Adds TEXT at the end of PATH, which keeps what it had.
 append() {
   local path=$1 text=$2
-  changed
   if [ "$dry_run" = 1 ]; then
     printf '  would append to %s: %s\n' "$path" "${text//$'\n'/; }"
   else
     printf '  + append to %s\n' "$path"
     printf '%s\n' "$text" >>"$path"
   fi
+  changed
 }
 # Fetches URL to PATH once: keys and repository lists are never rewritten behind the admin's back.
-# Returns non-zero, leaving no partial file, when the download fails (curl says why).
+# Returns non-zero, leaving no partial file, when the download fails or takes longer than
+# $download_timeout seconds; download_error then says why, in curl's words.
 ensure_download() {
   local url=$1 path=$2
+  local command=(curl -fsSL --connect-timeout "$((download_timeout < 15 ? download_timeout : 15))"
+    --max-time "$download_timeout" "$url" -o "$path.part")
   if [ -s "$path" ]; then
     ok "$path present"
     return 0
   fi
-  changed
   if [ "$dry_run" = 1 ]; then
-    printf '  would run: curl -fsSL %s -o %s\n' "$url" "$path"
+    printf '  would run: %s\n' "${command[*]}"
+    changed
     return 0
   fi
-  printf '  + curl -fsSL %s -o %s\n' "$url" "$path"
+  printf '  + %s\n' "${command[*]}"
   install -d -m 0755 "$(dirname "$path")" || return 1
-  if ! curl -fsSL "$url" -o "$path.part"; then
+  if ! download_error=$("${command[@]}" 2>&1); then
+    download_error=${download_error:-curl failed}
     rm -f "$path.part"
     return 1
   fi
   mv "$path.part" "$path"
+  changed
 }
 # The fix for a download from HOST that failed.
 unreachable() { echo "check that this box reaches $1 (DNS, proxy, firewall), then run setup.sh again$2"; }
+# The failure of a download: WHAT could not be downloaded and curl's reason.
+download_failed() { echo "could not download $1 (${download_error//$'\n'/ })"; }
 # A new or changed repository makes the package lists stale.
 ensure_repository() {
   ensure_file "$1" 0644 "$2"
@@ -256,7 +303,7 @@ case $docker_kind in
       ensure_service docker
     else
       docker_ok=0
-      failed "could not download Docker's signing key" "$(unreachable download.docker.com ', or use --docker=debian')"
+      failed "$(download_failed "Docker's signing key")" "$(unreachable download.docker.com ', or use --docker=debian')"
     fi
     ;;
 esac
@@ -277,7 +324,8 @@ elif ensure_download https://nvidia.github.io/libnvidia-container/gpgkey /etc/ap
     if [ "$systemd" = 1 ]; then act systemctl restart docker; fi
   fi
 else
-  failed "could not download the NVIDIA container toolkit's signing key" "$(unreachable nvidia.github.io)"
+  failed "$(download_failed "the NVIDIA container toolkit's signing key")" \
+    "$(unreachable nvidia.github.io ', or leave the GPU steps out: --no-gpu')"
 fi
 
 step "Tailscale"
@@ -290,7 +338,7 @@ elif ensure_download https://pkgs.tailscale.com/stable/debian/bookworm.noarmor.g
   ensure_service tailscaled
   note "join the tailnet once with: sudo tailscale up"
 else
-  failed "could not download Tailscale's signing key" "$(unreachable pkgs.tailscale.com ', or skip Tailscale: --no-tailscale')"
+  failed "$(download_failed "Tailscale's signing key")" "$(unreachable pkgs.tailscale.com ', or skip Tailscale: --no-tailscale')"
 fi
 
 step "User $user in the docker group"
@@ -346,10 +394,12 @@ $hook_line"
   note "way out: 'ssh -t $user@box bash' (a command skips the hook), or touch ~/.puffertank-host"
 fi
 
+steps_word=steps
+if [ "$changes" = 1 ]; then steps_word=step; fi
 if [ "$dry_run" = 1 ]; then
-  echo "setup.sh (dry run): $changes steps would change this system"
+  echo "setup.sh (dry run): $changes $steps_word would change this system"
 else
-  echo "setup.sh: $changes steps changed this system"
+  echo "setup.sh: $changes $steps_word changed this system"
 fi
 if [ "${#failures[@]}" -gt 0 ]; then
   echo "setup.sh: ${#failures[@]} of $total steps could not finish; the others ran:" >&2

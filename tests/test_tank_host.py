@@ -19,9 +19,9 @@ from conftest import ROOTFS, unavailable
 REPO = Path(__file__).resolve().parent.parent
 
 
-def setup_in_bookworm(docker_client, script, os_release=None, unreachable=()):
+def setup_in_bookworm(docker_client, script, os_release=None, unreachable=(), environment=None):
     """Runs SCRIPT (bash) in a fresh bookworm container with the repository at /repo, read-only;
-    the hosts named in UNREACHABLE resolve to a closed port, so that downloads from them fail."""
+    the hosts named in UNREACHABLE resolve to 127.0.0.2 (see stalled_https)."""
     volumes = {str(REPO): {"bind": "/repo", "mode": "ro"}}
     if os_release is not None:
         volumes[str(os_release)] = {"bind": "/etc/os-release", "mode": "ro"}
@@ -30,7 +30,8 @@ def setup_in_bookworm(docker_client, script, os_release=None, unreachable=()):
         ["bash", "-c", script],
         volumes=volumes,
         network_mode="host",
-        extra_hosts={host: "127.0.0.1" for host in unreachable},
+        extra_hosts={host: "127.0.0.2" for host in unreachable},
+        environment=environment,
         detach=True,
     )
     try:
@@ -97,11 +98,68 @@ def test_setup_dry_run_lists_every_step_despite_a_conflict(docker_client):
     assert "setup.sh: 1 of 10 steps could not finish" in output
 
 
+@pytest.fixture
+def stalled_https():
+    """127.0.0.2:443 accepts connections and never answers, as a host behind a network that drops
+    packets does: a download from it stalls until its time limit."""
+    import socket
+
+    listener = socket.socket()
+    try:
+        listener.bind(("127.0.0.2", 443))
+    except OSError as error:
+        listener.close()
+        unavailable(f"cannot listen on 127.0.0.2:443 to stand in for a stalled host ({error}); run as root")
+    listener.listen(8)
+    yield
+    listener.close()
+
+
+def setup_options():
+    """The options `setup.sh --help` lists."""
+    result = subprocess.run([str(REPO / "setup" / "setup.sh"), "--help"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return re.findall(r"^  (--[a-z-]+(?:=[A-Z]+)?)\s", result.stdout, flags=re.M)
+
+
+def test_setup_help_lists_every_option_that_parsing_accepts():
+    options = setup_options()
+    assert {
+        "--dry-run",
+        "--gpu",
+        "--no-gpu",
+        "--docker=KIND",
+        "--no-tailscale",
+        "--user=NAME",
+        "--ssh-key=FILE",
+        "--login-hook",
+    } == set(options)
+    for option in options:
+        # An accepted option lets parsing go on to the next argument, which is refused.
+        given = re.sub(r"=[A-Z]+$", "=value", option)
+        result = subprocess.run(
+            [str(REPO / "setup" / "setup.sh"), given, "--not-an-option"], capture_output=True, text=True
+        )
+        assert result.returncode == 2, (option, result.stderr)
+        assert result.stderr.startswith("setup.sh: unknown option '--not-an-option'"), (option, result.stderr)
+    readme_section = (REPO / "README.md").read_text().split("## Tank", 1)[1].split("\n## ", 1)[0]
+    used = set(re.findall(r"setup/setup\.sh[^\n]*", readme_section))
+    for line in used:
+        for flag in re.findall(r"(--[a-z-]+)", line):
+            assert any(option.split("=")[0] == flag for option in options), (flag, line)
+    value_options = [option for option in options if "=" in option]
+    for option in value_options:
+        bare = option.split("=")[0]
+        result = subprocess.run([str(REPO / "setup" / "setup.sh"), bare], capture_output=True, text=True)
+        assert result.returncode == 2 and result.stderr == f"setup.sh: {bare} needs a value: {option}\n"
+
+
 @pytest.mark.docker
-def test_setup_runs_past_a_failed_download_then_changes_nothing(docker_client):
+def test_setup_runs_past_a_stalled_download_then_changes_nothing(docker_client, stalled_https):
     # The GPU and Docker-CE steps need hosts other than Debian's mirror, which these machines cannot
-    # reach: the dry-run tests cover them. Everything else runs for real here, Tailscale's download
-    # failing: the steps after it still run, and the script says what failed and how to fix it.
+    # reach: the dry-run tests cover them. Everything else runs for real here, Tailscale's host
+    # stalling: its download gives up at the time limit, the steps after it still run, and the script
+    # says what failed and how to fix it, counting only the steps that changed something.
     flags = "--no-gpu --login-hook --ssh-key=/tmp/key.pub"
     status, output = setup_in_bookworm(
         docker_client,
@@ -116,15 +174,20 @@ def test_setup_runs_past_a_failed_download_then_changes_nothing(docker_client):
         'su - puffer -c \'SSH_CONNECTION="10.0.0.1 1 10.0.0.2 22" script -qec "bash --login -i -c true" /dev/null\'\n'
         "su - puffer -c 'touch ~/.puffertank-host; SSH_CONNECTION=x script -qec \"bash --login -i -c true\" /dev/null'\n",
         unreachable=["pkgs.tailscale.com"],
+        environment={"PUFFERTANK_DOWNLOAD_TIMEOUT": "5"},
     )
     assert status == 0, output
     first, rest = output.split("=== second run", 1)
     second, rest = rest.split("=== state", 1)
     state, login = rest.split("=== login", 1)
     assert "first exit 1" in first, first
-    assert "FAILED: could not download Tailscale's signing key" in first
+    # curl's code 28: the download gave up at its time limit (the connection, or its TLS handshake).
+    failure = r"FAILED: could not download Tailscale's signing key \(curl: \(28\) .* timed out after"
+    assert re.search(failure, first), first
     assert "fix: check that this box reaches pkgs.tailscale.com" in first and "--no-tailscale" in first
     assert "[7/10] Tailscale: could not download" in first  # the summary at the end
+    # Base packages, docker.io, the user, the ssh key and the login hook; not the failed Tailscale.
+    assert "setup.sh: 5 steps changed this system" in first, first
     # The steps after the failed one ran.
     assert "+ useradd" in first and "+ usermod -aG docker puffer" in first
     assert (

@@ -1,5 +1,7 @@
 """Ocean: the shared C vecenv and the sanity suite."""
 
+import hashlib
+
 import numpy as np
 import pytest
 from conftest import random_actions
@@ -279,3 +281,45 @@ def test_unknown_env_lists_the_valid_ones():
 def test_bad_parameters_fail_at_construction(name, params, message):
     with pytest.raises(ValueError, match=message):
         ocean.make(name, **params)
+
+
+# sha256 of each env's trajectory (below): the step path may be made faster, never different.
+TRAJECTORY_HASHES = {
+    "puffer_bandit": "e275d8a786d7656cd621e4858ede8b8159e02227e74cce5133bd048ff4ecd944",
+    "puffer_breakout": "72bcd74205a01d84084a694936c7336b4e15e6d4b0bcc64b565df3fc4c99b634",
+    "puffer_connect4": "7793691d9e8f92f42b0fd33976ecc645f8d012e99332adc600592f093a2f226e",
+    "puffer_memory": "332f7531d82d14af62591720b7fb6dd6636b36b9c1205ebbf95eb96095b57718",
+    "puffer_multiagent": "add7c558bfaf1b591988d6b1929b749a6ebb6d2a76439f35189c57129f442d6b",
+    "puffer_password": "a61e76b91433412681f30e25035653023572e00b3138669bcc3a2fc569b7353b",
+    "puffer_pong": "b482e940b89682045ebf5b1901f53cae5a991575df816657fe33691129d00537",
+    "puffer_snake": "89408884b8c233ddc92bfa91991c83125b5b8180d9bacedd0963622e07894e0a",
+    "puffer_spaces": "434bda78c7b1d41fd04e1638498c3b0fc7bb32bff2681aee8a9994d17247b1b7",
+    "puffer_squared": "c718a2c9c466b99741abbc820785f1d50810ac3fcd9cdb513124a340c5829ffd",
+    "puffer_stochastic": "5f2caca02ec50501f9e241ddf4319dc7244eef67d3633328a0293ccabde7fbf2",
+}
+
+
+def trajectory_hash(name):
+    """Observations, rewards, terminals, truncations and episode logs of 16 envs seeded 3 for 200
+    steps of seeded random actions on two threads, with the infos of every step, as one digest."""
+    env = ocean.make(name, num_envs=16, num_threads=2, log_interval=25)
+    digest = hashlib.sha256()
+    for array in rollout(env, seed=3, steps=100, action_seed=4):
+        digest.update(np.ascontiguousarray(array).tobytes())
+    rng = np.random.default_rng(5)
+    for _ in range(100):
+        *buffers, infos = env.step(random_actions(env.single_action_space, env.num_agents, rng))
+        for array in buffers:
+            digest.update(array.tobytes())
+        digest.update(repr(infos).encode())
+    digest.update(repr(env.log()).encode())
+    return digest.hexdigest()
+
+
+@pytest.mark.parametrize("name", sorted(TRAJECTORY_HASHES))
+def test_same_seeds_give_the_pinned_trajectory(name):
+    assert trajectory_hash(name) == TRAJECTORY_HASHES[name]
+
+
+def test_every_c_env_but_craftax_has_a_pinned_trajectory():
+    assert sorted(TRAJECTORY_HASHES) == [name for name in ocean.ENVS if "craftax" not in name]

@@ -191,16 +191,16 @@ class Rule:
         self.accepts, self.valid, self.bad, self.options = accepts, valid, bad, options
 
 
-def number(low=None, high=None, integer=False, low_open=False, high_open=False, auto=False, none=False):
+def number(low=None, high=None, integer=False, low_open=False, high_open=False, auto=False, none=False, valid=None):
     """A number in [low, high] (an end left open or absent as asked); ``auto`` and ``none`` also
-    allow 'auto' and None."""
+    allow 'auto' and None. ``valid`` words the range for a user where the bounds alone say too little."""
     kind = "an integer" if integer else "a number"
     bounds = []
     if low is not None:
         bounds.append(f"{'>' if low_open else '>='} {low:g}")
     if high is not None:
         bounds.append(f"{'<' if high_open else '<='} {high:g}")
-    valid = f"{kind} {' and '.join(bounds)}".strip() + (", auto" if auto else "") + (", none" if none else "")
+    valid = valid or f"{kind} {' and '.join(bounds)}".strip() + (", auto" if auto else "") + (", none" if none else "")
 
     def accepts(value):
         if (auto and value == "auto") or (none and value is None):
@@ -258,7 +258,7 @@ RULES = {
     "vec": {
         "backend": choice("native", "Serial", "Multiprocessing", "Ray"), "num_envs": COUNT, "num_threads": COUNT,
         "device": pattern(r"cpu|cuda(:\d+)?", "cpu, cuda or cuda:N", "tpu"), "num_workers": number(1, integer=True, auto=True),
-        "batch_size": number(1, integer=True, auto=True), "timeout": POSITIVE,
+        "batch_size": number(1, integer=True, auto=True), "timeout": number(0, low_open=True, valid="a number of seconds > 0, or inf for no limit"),
     },
     "policy": {"hidden_size": COUNT, "num_layers": number(0, integer=True)},
     "rnn": {"hidden_size": COUNT, "num_layers": COUNT},

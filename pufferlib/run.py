@@ -251,8 +251,11 @@ def train_run(env_name, config, world, resume, load_model_path):
     target = solve_target(config, vecenv)
     solve_check = SolveCheck(base["solve_metric"], target, base["solve_tolerance"], base["solve_episodes"])
     # Fresh-episode scoring plays envs of its own (on the CPU: an env's GPU version is the same
-    # game), fewer than training's: their workers and batches are the backend's choice.
-    scoring_config = {**config, "vec": {**config["vec"], "device": "cpu", "num_workers": "auto", "batch_size": "auto"}}
+    # game), fewer than training's: their workers and batches are the backend's choice. Ray's
+    # would wait for CPUs that training's actors hold, so they step in this process instead.
+    backend = "Serial" if str(config["vec"]["backend"]).lower() == "ray" else config["vec"]["backend"]
+    scoring_config = {**config, "vec": {**config["vec"], "backend": backend, "device": "cpu", "num_workers": "auto",
+                                        "batch_size": "auto"}}
     scoring_envs = []
 
     def scoring_env():

@@ -105,12 +105,12 @@ def test_ray_cells_in_a_private_network_namespace():
 @pytest.fixture(scope="module")
 def ray_cluster():
     """One local cluster for every Ray cell (the backend uses a cluster it finds running, and
-    leaves it running), with a CPU for each of training's two actors and for each actor of the
-    envs that score the final policy, which take as many as there are cores."""
+    leaves it running), with a CPU for each of training's two actors and no more: the envs that
+    score the final policy step in the training process, not on actors of their own."""
     import ray
 
     temp_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
-    ray.init(num_cpus=2 + os.cpu_count(), include_dashboard=False, log_to_driver=False, _temp_dir=temp_dir)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=temp_dir)
     try:
         yield ray
     finally:

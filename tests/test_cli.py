@@ -90,6 +90,7 @@ def test_bench_script_on_a_cpu_machine_asked_for_cuda_is_a_usage_error():
     assert result.stderr.strip().startswith("bench_train.py: error: --train.device cuda") and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_bench_script_reports_how_busy_the_env_threads_were():
     """Batches stepped off the main thread: the line after the rates gives the stepping threads'
     busy share of the rollouts and a batch's step; one batch in the caller's thread: no line."""
@@ -108,6 +109,7 @@ def test_bench_script_reports_how_busy_the_env_threads_were():
     assert "stepping thread" not in result.stdout and "training " in result.stdout.strip().splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_bench_script_compares_two_trainers_in_one_process():
     """--against: both trainers' rows, then their ratio; the peer with twice the update epochs
     does the same rollout per epoch and twice the minibatches."""
@@ -125,6 +127,7 @@ def test_bench_script_compares_two_trainers_in_one_process():
     assert result.returncode == 2 and "Did you mean --train.horizon?" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_bench_script_compares_against_another_trainer_file(tmp_path):
     """--against-trainer: the peer is built by another pufferl.py's PuffeRL (here this revision's
     own file, imported a second time); a file that is not one is a clear error."""

@@ -505,6 +505,7 @@ def test_gpu_speedups_learn_as_fp32_eager_does(env_name):
         assert solves(config_for(env_name, "--train.device", "cuda", *flags), max_epochs=250), flags
 
 
+@pytest.mark.slow
 def test_trainers_of_many_shapes_in_one_process_all_act_compiled():
     """torch.compile caches compiled code per function, not per trainer, and by default keeps 8
     versions of each: a sweep or a test session that builds more trainers of other shapes must

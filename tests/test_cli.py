@@ -390,3 +390,15 @@ def test_an_env_ships_recipes_that_config_takes_by_name(capsys):
     assert "--config gpus: no such file, and not a recipe of puffer_craftax_compact (its recipes: gpu)" in capsys.readouterr().err
     assert cli.main(["train", "squared", "--config", "gpu"]) == 2
     assert "not a recipe of puffer_squared (it ships no recipes)" in capsys.readouterr().err
+
+
+def test_help_and_list_answer_without_loading_torch():
+    """torch takes seconds to import: the commands that only read configs never load it."""
+    code = ("import sys\nfrom pufferlib import cli\n"
+            "for argv in (['--help'], ['list'], ['train', '--help'], ['train', 'puffer_squared', '--help'],"
+            " ['eval', 'puffer_squared', '--help'], ['sweep', '--help'], ['train', 'puffer_squared', '--train.gamma', '2']):\n"
+            "    cli.main(argv)\n"
+            "print(sorted(name for name in ('torch', 'numpy', 'optuna') if name in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=SUBPROCESS_ENV, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "[]"

@@ -22,13 +22,23 @@ Craftax has its own section (--craftax-envs envs, 0 to skip): compact and full o
 with a reset pool (--craftax-pool worlds) and without one (every reset generates a world, as the
 reference does), and the memory each env holds.
 
+--peer pufferlib3 adds the comparison with the real PufferLib 3.0.0 (built from its sdist by
+scripts/build_pufferlib3.py into a scratch venv, --peer-python its python): each game both ship,
+at matched rules where the games allow it, stepped from each project's own step() on one thread
+with the same random actions, the two sides alternating for --rounds rounds in this run (PufferLib
+3.0 runs in a process of its own, idle while Ocean steps). The ratio per round shows the spread.
+
 --record stores every figure as a record (scripts/results.py) for BENCHMARKS.md.
 """
 
 import argparse
+import json
 import os
+import statistics
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -36,28 +46,25 @@ import ocean
 from pufferlib.exceptions import did_you_mean
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import build_pufferlib3  # noqa: E402
 import numpy_games  # noqa: E402
 import results  # noqa: E402
 
 ACTION_CACHE = 256
 
 
-def steps_per_second(env, seconds):
+def action_cache(env):
     rng = np.random.default_rng(0)
     if env.actions.ndim == 1:
         cache = rng.integers(0, env.single_action_space.n, (ACTION_CACHE, *env.actions.shape))
     else:
         cache = rng.integers(0, env.single_action_space.nvec, (ACTION_CACHE, *env.actions.shape))
-    cache = cache.astype(np.int32)
+    return cache.astype(np.int32)
+
+
+def steps_per_second(env, seconds):
     env.reset(0)
-    for i in range(20):
-        env.step(cache[i % ACTION_CACHE])
-    steps, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        for i in range(50):
-            env.step(cache[i % ACTION_CACHE])
-        steps += 50
-    return steps * env.num_agents / (time.perf_counter() - start)
+    return build_pufferlib3.agent_steps_per_second(env.step, action_cache(env), env.num_agents, seconds)
 
 
 class NumpySquared:
@@ -167,6 +174,99 @@ def games_section(names, seconds, records):
             peer={"what": "the same game as vectorized numpy", "value": peer}, note=f"target {human_rate(target)}"))
 
 
+# Game: (Ocean's parameters, PufferLib 3.0's parameters, how the rules still differ). Matched where
+# the games allow it: squared's grid, pong's points, snake's boards and lengths, breakout's bricks
+# and frames a step, connect4's search depth.
+PEER_GAMES = {
+    "puffer_squared": (
+        dict(num_envs=4096, size=11), dict(num_envs=4096, size=11),
+        "11 x 11 grid both; PL 3.0: target anywhere, leaving the grid ends the episode with -1, 3 x size "
+        "steps; ours: target on the border, walls block, 2 x size steps"),
+    "puffer_pong": (
+        dict(num_envs=4096, points_to_win=21), dict(num_envs=4096, max_score=21),
+        "to 21 points both; PL 3.0: pixel units, full-speed opponent, 8 floats; ours: slower opponent, 6 floats"),
+    "puffer_snake": (
+        dict(num_envs=16, width=640, height=360, num_snakes=256, food=4096, vision=5, max_length=256),
+        dict(num_envs=16, width=640, height=360, num_snakes=256, num_food=4096, vision=5, max_snake_length=256),
+        "16 boards of 640 x 360, 256 snakes, 4,096 food, vision 5, max length 256 both; PL 3.0: corpses "
+        "become food, boards never reset; ours: boards reset every 1,024 steps"),
+    "puffer_breakout": (
+        dict(num_envs=4096, brick_rows=6, brick_cols=18), dict(num_envs=4096, frameskip=1),
+        "108 bricks and one frame a step both; PL 3.0: pixel physics; ours: a point ball in brick units, 5 lives"),
+    "puffer_connect4": (
+        dict(num_envs=4096, depth=4), dict(num_envs=4096),
+        "opponent searches 4 plies both; PL 3.0: no pruning; ours: alpha-beta"),
+}
+PEER_SCRATCH = Path("/tmp/pufferlib3")
+
+
+class PufferLib3:
+    """PufferLib 3.0 stepping its games in its own venv (scripts/build_pufferlib3.py --serve)."""
+
+    def __init__(self, python):
+        if not Path(python).exists():
+            raise SystemExit(f"--peer-python {python} does not exist: build PufferLib 3.0 first with "
+                             f"python scripts/build_pufferlib3.py --dir {Path(python).parent.parent.parent}")
+        # Its working folder is the scratch folder: importing pufferlib 3.0 links 'resources' there.
+        self.process = subprocess.Popen([python, build_pufferlib3.__file__, "--serve"], cwd=Path(python).parents[2],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def steps_per_second(self, game, params, seconds):
+        request = dict(game=game.removeprefix("puffer_"), params=params, seconds=seconds, batches=ACTION_CACHE)
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline()
+        if not answer:
+            raise SystemExit(f"PufferLib 3.0 stopped while stepping {game} (exit {self.process.wait()}); its error is above")
+        return json.loads(answer)["rate"]
+
+    def close(self):
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
+def spread(ratios):
+    return f"{min(ratios):.2f}-{max(ratios):.2f}x"
+
+
+def pufferlib3_section(names, python, rounds, seconds, records):
+    """Each shared game from Ocean and from PufferLib 3.0, alternating, one thread each."""
+    print(f"\nAgainst PufferLib 3.0.0 (its sdist, built by scripts/build_pufferlib3.py), 1 thread, random actions,"
+          f"\neach side's own step(); {rounds} rounds alternating the two sides, agent steps/second (medians)")
+    header = f"{'env':<18}{'envs x agents':>15}{'ours':>10}{'PL 3.0':>10}{'ratio':>8}{'per round':>14}"
+    print(header)
+    print("-" * len(header))
+    peer = PufferLib3(python)
+    try:
+        for name in names:
+            ours_params, peer_params, differences = PEER_GAMES[name]
+            game = {key: value for key, value in ours_params.items() if key != "num_envs"}
+            env = ocean.make(name, num_envs=ours_params["num_envs"], num_threads=1, **game)
+            env.reset(0)
+            cache = action_cache(env)
+            ours, theirs = [], []
+            for round_index in range(rounds):
+                # Alternate who goes first, so that a drift in the machine's load hits both alike.
+                sides = ["ours", "peer"] if round_index % 2 == 0 else ["peer", "ours"]
+                for side in sides:
+                    if side == "ours":
+                        ours.append(build_pufferlib3.agent_steps_per_second(env.step, cache, env.num_agents, seconds))
+                    else:
+                        theirs.append(peer.steps_per_second(name, peer_params, seconds))
+            ratios = [a / b for a, b in zip(ours, theirs)]
+            shape = f"{ours_params['num_envs']} x {env.agents_per_env}"
+            print(f"{name:<18}{shape:>15}{human_rate(statistics.median(ours)):>10}"
+                  f"{human_rate(statistics.median(theirs)):>10}{statistics.median(ours) / statistics.median(theirs):>7.2f}x"
+                  f"{spread(ratios):>14}")
+            records.append(results.measurement(
+                "games", f"{name} against PufferLib 3.0", f"{ours_params['num_envs']:,} x {env.agents_per_env} agents, 1 thread",
+                statistics.median(ours), "steps/s", runs=ours,
+                peer={"what": "PufferLib 3.0.0, same game, its own step()", "value": statistics.median(theirs), "runs": theirs},
+                note=f"ratio per round {spread(ratios)}; {differences}"))
+    finally:
+        peer.close()
+
+
 def human_rate(value):
     return f"{value / 1e6:.2f}M" if value < 1e7 else f"{value / 1e6:.1f}M"
 
@@ -250,10 +350,19 @@ def main():
     parser.add_argument("--games", default=",".join(GAME_BENCH), help="games for the games section, or 'none'")
     parser.add_argument("--craftax-envs", type=int, default=1024, help="Craftax envs per run (0: skip Craftax)")
     parser.add_argument("--craftax-pool", type=int, default=1024, help="worlds in the Craftax reset pool")
+    parser.add_argument("--peer", choices=["none", "pufferlib3"], default="none",
+                        help="pufferlib3: also step the games PufferLib 3.0.0 shares, alternating with Ocean's")
+    parser.add_argument("--peer-python", default=str(PEER_SCRATCH / "venv" / "bin" / "python"),
+                        help="the python of the venv scripts/build_pufferlib3.py built")
+    parser.add_argument("--peer-games", default=",".join(PEER_GAMES), help="games to compare with PufferLib 3.0")
+    parser.add_argument("--rounds", type=int, default=9, help="rounds of each side per game against PufferLib 3.0")
     results.add_record_flag(parser)
     args = parser.parse_args()
     envs = registered_names(parser, "--envs", args.envs, ocean.ENVS)
     games = registered_names(parser, "--games", args.games, list(GAME_BENCH))
+    peer_games = registered_names(parser, "--peer-games", args.peer_games, list(PEER_GAMES))
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
     cores = os.cpu_count()
     counts = [int(c) for c in args.counts.split(",")]
     records = []
@@ -282,6 +391,8 @@ def main():
     records.append(results.measurement("ocean", "step() call from Python", "1 bandit env", step_cost * 1e6, "us"))
     if games:
         games_section(games, args.seconds, records)
+    if args.peer == "pufferlib3" and peer_games:
+        pufferlib3_section(peer_games, args.peer_python, args.rounds, args.seconds, records)
     if args.craftax_envs:
         craftax_section(args.craftax_envs, args.craftax_pool, args.seconds, cores, records)
     if args.record:

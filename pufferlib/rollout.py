@@ -8,9 +8,9 @@ Two ways, by where the env lives:
   leave the GPU, agent i fills row i (and i + N, ...) column by column, and nothing waits for the
   device until the episode logs are fetched at the end.
 
-On a GPU each step replays a CUDA graph of the policy, the sampling and the buffer write: for a
-host env's fixed batches of agents between the copies in and out, for an env with device hooks
-with the env's step in it.
+On a GPU the steps replay CUDA graphs: one per step of each fixed batch of a host env's agents
+(between the copies in and out), and, for an env with device hooks, one per segment: its
+``horizon`` steps of policy, sampling, buffer write and env step in a single launch.
 """
 
 import collections
@@ -134,7 +134,8 @@ class Rollout:
         # What device_step steps, per run of agents: the env itself, or staged copies of a host
         # env's buffers (made at a batch's first step).
         self.step_envs = {(0, self.num_agents): vecenv} if self.env_on_device else {}
-        self.rollout_graphs = {}  # {(first agent, end, first column of a segment?, memory read): graph}
+        self.rollout_graphs = {}  # a host env's steps: {(first agent, end, first column?, memory read): graph}
+        self.segment_graphs = {}  # an env with device hooks: {memory read first: the graph of a segment}
         self.rollout_warmups = collections.Counter()  # eager steps per run of agents
         self.rollout_step = torch.zeros((), dtype=torch.int64, device=self.device)
         self.agent_rows = torch.arange(self.num_agents, device=self.device)
@@ -233,15 +234,43 @@ class Rollout:
 
     def collect_on_device(self, stop):
         """The rollout of an env with device hooks: actions go from the policy to the env as they
-        are, and no step copies to the host or waits for the device. The episode logs are fetched
-        once, at the end."""
+        are, and no step copies to the host or waits for the device. The host launches one
+        segment of every agent at a time; the episode logs are fetched once, at the end."""
         self.rollout_step.zero_()
-        for step in range(self.segments // self.num_agents * self.horizon):
+        for _ in range(self.segments // self.num_agents):
             if stop():
                 return None
-            self.run_device_step(step % self.horizon == 0, slice(0, self.num_agents))
+            self.run_segment()
         logs = self.vecenv.gpu_sync_logs()
         return self.segments * self.horizon * self.world.size, [logs] if logs else []
+
+    def run_segment(self):
+        """A segment of every agent (``segment_steps``), as a replay of its CUDA graph once captured
+        (after a first segment run eagerly on a side stream has compiled its steps and created
+        their lazy state), or eagerly without graphs. The graph starts from one of the two
+        memories; with an odd horizon the segment ends in the other, which gets a graph too."""
+        start = self.acting
+        if start in self.segment_graphs:
+            self.segment_graphs[start].replay()
+            self.acting = start ^ self.horizon % 2
+        elif not self.graph_rollout:
+            self.segment_steps()
+        else:
+            with side_stream(self.device):
+                self.segment_steps()
+            end = self.acting
+            for memory in (start, end) if self.horizon % 2 else (start,):
+                self.acting = memory
+                self.segment_graphs[memory] = capture_graph(self.segment_steps, self.generator)[0]
+            self.acting = end
+
+    def segment_steps(self):
+        """``horizon`` steps of every agent, each reading one memory and writing the other, from
+        ``rollout_step`` on: device work only, so a CUDA graph can replay them all."""
+        everyone = slice(0, self.num_agents)
+        for column in range(self.horizon):
+            self.device_step(column == 0, everyone)
+            self.acting = 1 - self.acting
 
     def host_step(self, step, agents, obs, rewards, terminals, truncations):
         """Step ``step`` of the batch for the run ``agents`` (a slice) of a host env's agents, as

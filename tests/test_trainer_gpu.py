@@ -101,6 +101,34 @@ def test_gpu_env_rollout_equals_the_host_env_rollout(gpu_env_built, flags):
     device.close()
 
 
+@pytest.mark.parametrize("horizon", [16, 15])  # odd: a segment ends in the other memory, which gets a graph too
+def test_whole_segment_graphs_give_the_step_by_step_batch(gpu_env_built, horizon):
+    """An env with device hooks: each segment of every agent (policy, sampling, buffer write and
+    env step, ``horizon`` times) replayed as one CUDA graph gives the batch of the eager
+    step-by-step rollout from the same seeds, bit for bit, recurrent memory included; two segments
+    per agent and batch, and an update between batches."""
+    flags = ["--vec.device", "cuda", "--base.rnn", "mingru", "--rnn.hidden-size", "128", "--policy.hidden-size", "128",
+             "--train.horizon", str(horizon), "--train.batch-size", str(256 * horizon * 2),
+             "--train.minibatch-size", str(64 * horizon)]
+    graphed = make_trainer(craftax_config(*flags, "--train.cudagraphs", "true"))
+    stepped = make_trainer(craftax_config(*flags, "--train.cudagraphs", "false"))
+    assert graphed.rollout.graph_rollout and not stepped.rollout.graph_rollout
+    for _ in range(3):  # the first batch warms up and captures the graphs, the next ones replay them
+        graphed.collect()
+        stepped.collect()
+        assert len(graphed.rollout.segment_graphs) == 1 + horizon % 2 and not graphed.rollout.rollout_graphs
+        for name in ("observations", "actions", "logprobs", "rewards", "dones", "truncations", "values"):
+            assert torch.equal(getattr(graphed.buffer, name), getattr(stepped.buffer, name)), name
+        for mine, theirs in zip((*graphed.buffer.start_state, *graphed.state), (*stepped.buffer.start_state, *stepped.state)):
+            assert torch.equal(mine, theirs)
+        # One update, taken on as it is: the rollouts are compared, not the updates.
+        graphed.train()
+        stepped.policy.load_state_dict(graphed.policy.state_dict())
+        stepped.generator.set_state(graphed.generator.get_state())
+    graphed.close()
+    stepped.close()
+
+
 def test_training_on_the_gpu_env_logs_episodes(gpu_env_built):
     config = craftax_config("--vec.device", "cuda", "--vec.num-envs", "1024", "--train.horizon", "64",
                             "--train.minibatch-size", "16384")

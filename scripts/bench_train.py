@@ -10,6 +10,15 @@
     python scripts/bench_train.py sps --device cuda --policy mingru --hidden 256 --against-trainer /tmp/pufferl_main.py
     torchrun --nproc-per-node 2 scripts/bench_train.py sps --env puffer_craftax_compact --device cuda --vec.device cuda
 
+   With the GPU Craftax, ``--config gpu`` lays the recipe (ocean/craftax/gpu.ini) on the env's config;
+   ``--burn-cores N`` keeps N host cores busy while it is timed (a loaded host), and
+   ``--peer-craftax-cu PATH`` builds craftax.cu's full game from a checkout of its public repository
+   (github.com/Infatoshi/craftax.cu) and times its own on-device PPO ``train`` at the same env count
+   and horizon, in the same call:
+
+    python scripts/bench_train.py sps --env puffer_craftax_compact --config gpu --peer-craftax-cu ~/craftax.cu
+    python scripts/bench_train.py sps --env puffer_craftax_compact --config gpu --burn-cores 14
+
    When the env steps its batches on threads of its own (the native backend with --vec.batch-size
    below --vec.num-envs), a last line gives those threads' busy share of the rollouts: near 100%,
    the env bounds the rollout.
@@ -36,9 +45,12 @@ import argparse
 import bisect
 import contextlib
 import importlib.util
+import os
 import random
+import re
 import shlex
 import statistics
+import subprocess
 import sys
 import time
 from collections import deque
@@ -47,37 +59,101 @@ import numpy as np
 import torch
 
 from pufferlib import assemble, pufferl
-from pufferlib.config import ConfigError, apply_config_file, apply_flags, load_config
+from pufferlib.config import ConfigError, apply_config_file, apply_flags, config_file_path, load_config
 from pufferlib.distributed import make_world, torchrun_variables
 from pufferlib.evaluate import SolveCheck
 from pufferlib.exceptions import APIUsageError, ParameterError
 from pufferlib.models import describe
-from pufferlib.sweep import CpuClock
 
 CARTPOLE_TARGET = 475.0
 
 
+SPS_DEFAULTS = dict(device="cpu", num_envs=1024, policy="default", hidden=64, layers=1)
+
+
 def measure_sps(args):
     """Steps per second of full training epochs, after warm-up epochs (compilation on GPU)."""
-    flags = ["--train.device", args.device, "--vec.num-envs", str(args.num_envs), "--train.torch-threads", str(args.torch_threads)]
-    if args.policy != "default":
-        flags += ["--base.rnn", args.policy, "--rnn.hidden-size", str(args.hidden), "--rnn.num-layers", str(args.layers)]
-    flags += ["--policy.hidden-size", str(args.hidden)]
+    # A recipe (--config) sets the model and the env count itself: only the options given override it.
+    given = {key: getattr(args, key) for key in SPS_DEFAULTS if getattr(args, key) is not None}
+    for key, value in (given if args.config else {**SPS_DEFAULTS, **given}).items():
+        setattr(args, key, value)
+    flags = ["--train.torch-threads", str(args.torch_threads)]
+    if args.device is not None:
+        flags += ["--train.device", args.device]
+    if args.num_envs is not None:
+        flags += ["--vec.num-envs", str(args.num_envs)]
+    if args.policy not in (None, "default"):
+        flags += ["--base.rnn", args.policy]
+    if args.hidden is not None:
+        flags += ["--rnn.hidden-size", str(args.hidden), "--policy.hidden-size", str(args.hidden)]
+    if args.layers is not None:
+        flags += ["--rnn.num-layers", str(args.layers)]
     for key in ("horizon", "minibatch_size", "optimizer"):
         if getattr(args, key) is not None:
             flags += [f"--train.{key.replace('_', '-')}", str(getattr(args, key))]
-    config = apply_flags(load_config(args.env), flags + args.flags)
+    config = sps_config(args, flags)
     if args.against is not None or args.against_trainer is not None:
         if torchrun_variables(required=False):
             raise ConfigError("--against and --against-trainer run both trainers in one process: launch it without torchrun")
         peer_flags = shlex.split(args.against or "")
         peer_class = trainer_class_from(args.against_trainer) if args.against_trainer else pufferl.PuffeRL
-        return compare_sps(args, config, apply_flags(load_config(args.env), flags + args.flags + peer_flags), peer_class)
-    world = make_world(config, args.device)
+        with busy_cores(args.burn_cores):
+            rate = compare_sps(args, config, sps_config(args, flags + peer_flags), peer_class)
+    else:
+        world = make_world(config, config["train"]["device"])
+        try:
+            with busy_cores(args.burn_cores):
+                rate = measure_ranks(args, config, world)
+        finally:
+            world.close()
+    if args.peer_craftax_cu:
+        craftax_cu_sps(args.peer_craftax_cu, config["vec"]["num_envs"], config["train"]["horizon"], args.peer_iters, rate)
+    return rate
+
+
+def sps_config(args, flags):
+    """The env's config, ``--config``'s recipe laid on it, then the flags."""
+    config = load_config(args.env)
+    if args.config:
+        apply_config_file(config, config_file_path(args.env, args.config))
+    return apply_flags(config, flags + args.flags)
+
+
+@contextlib.contextmanager
+def busy_cores(count):
+    """``count`` processes spinning on the host's cores for the block: a host busy with other work."""
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
     try:
-        return measure_ranks(args, config, world)
+        yield
     finally:
-        world.close()
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+
+
+def craftax_cu_sps(checkout, num_envs, horizon, iters, ours):
+    """craftax.cu's own on-device PPO on this GPU: its full game with compact observations, built
+    from ``checkout`` as its README builds it, trained ``iters`` iterations at ``num_envs`` envs and
+    ``horizon`` steps. Prints its training steps per second beside ``ours``."""
+    source = os.path.join(checkout, "craftax_full.cu")
+    if not os.path.exists(source):
+        raise ConfigError(f"--peer-craftax-cu {checkout}: no craftax_full.cu there; give a checkout of craftax.cu")
+    major, minor = torch.cuda.get_device_capability()
+    binary = os.path.join(checkout, f"craftax_full_cuda_compact_sm{major}{minor}")
+    if not os.path.exists(binary) or os.path.getmtime(binary) < os.path.getmtime(source):
+        build = ["nvcc", "-O3", f"-arch=sm_{major}{minor}", "--expt-relaxed-constexpr", "-fmad=false", "-DCRAFTAX_COMPACT_OBS",
+                 source, "-o", binary, "-lcublas"]
+        print("craftax.cu: " + " ".join(build), flush=True)
+        subprocess.run(build, check=True)
+    command = [binary, "train", "--envs", str(num_envs), "--horizon", str(horizon), "--iters", str(iters)]
+    print("craftax.cu: " + " ".join(command), flush=True)
+    output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    done = re.search(r"train done: ([\d.]+) s, ([\d.]+) M SPS overall", output)
+    if done is None:
+        raise RuntimeError(f"craftax.cu's train printed no 'train done' line:\n{output[-2000:]}")
+    theirs = float(done.group(2)) * 1e6
+    print(f"  craftax.cu train on {torch.cuda.get_device_name()}: {theirs / 1e6:.3f}M SPS over {iters} iterations "
+          f"({done.group(1)} s); this run / craftax.cu: {ours / theirs:.3f}")
 
 
 def measure_ranks(args, config, world):
@@ -246,6 +322,8 @@ def puffer_cartpole(seed, budget, overlay=None):
     config = apply_flags(config, ["--base.seed", str(seed)])
     vecenv = assemble.make_vecenv("CartPole-v1", config)
     trainer = pufferl.PuffeRL(config, vecenv, assemble.make_policy(vecenv, config))
+    from pufferlib.sweep import CpuClock  # the cost `puffer sweep` counts; only these races need the sweep extra
+
     cpu = CpuClock(vecenv)
     # The criterion SB3's runs below are held to: the mean return of the newest 100 training episodes.
     check = SolveCheck("episode_return", CARTPOLE_TARGET, 0.0, 100)
@@ -439,11 +517,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("what", choices=["sps", "cartpole", "cartpole-config", "all"], nargs="?", default="all")
     parser.add_argument("--env", default="puffer_squared")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--policy", choices=["default", "lstm", "mingru"], default="default")
-    parser.add_argument("--hidden", type=int, default=64)
-    parser.add_argument("--layers", type=int, default=1)
-    parser.add_argument("--num-envs", type=int, default=1024)
+    parser.add_argument("--device", help=f"default {SPS_DEFAULTS['device']}, or --config's")
+    parser.add_argument("--policy", choices=["default", "lstm", "mingru"], help=f"default {SPS_DEFAULTS['policy']}, or --config's")
+    parser.add_argument("--hidden", type=int, help=f"default {SPS_DEFAULTS['hidden']}, or --config's")
+    parser.add_argument("--layers", type=int, help=f"default {SPS_DEFAULTS['layers']}, or --config's")
+    parser.add_argument("--num-envs", type=int, help=f"default {SPS_DEFAULTS['num_envs']}, or --config's")
     parser.add_argument("--horizon", type=int)
     parser.add_argument("--minibatch-size", type=int)
     parser.add_argument("--optimizer", choices=["adam", "muon"])
@@ -454,6 +532,10 @@ def main():
     parser.add_argument("--sb3-envs", type=int, default=1, help="SB3's n_envs (its default is 1)")
     parser.add_argument("--overlay", metavar="FILE.ini", help="cartpole-config: the .ini laid over the shipped config")
     parser.add_argument("--torch-threads", type=int, default=1)
+    parser.add_argument("--config", metavar="NAME", help="sps: a recipe laid on the env's config (`puffer train --config`)")
+    parser.add_argument("--burn-cores", type=int, default=0, help="sps: host cores kept busy while timed")
+    parser.add_argument("--peer-craftax-cu", metavar="PATH", help="sps: a craftax.cu checkout, built and timed beside")
+    parser.add_argument("--peer-iters", type=int, default=100, help="sps: craftax.cu's train iterations")
     parser.add_argument("--profile", metavar="TRACE.json", help="after the SPS run, profile one epoch and write Chrome traces")
     parser.add_argument("--against", metavar="FLAGS", help="sps: a second trainer with these flags added (one quoted "
                         "string), its epochs alternating with this run's in one process; prints both and their ratio")

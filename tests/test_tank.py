@@ -13,6 +13,7 @@ them the tests skip, saying why; with CI=true a skip is a failure.
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -390,6 +391,14 @@ def test_runs_as_non_root_and_warns_without_gpu(built):
     assert "WARNING: no NVIDIA GPU visible" in output
 
 
+def readme_commands(label):
+    """The commands of the sh block that follows LABEL in README.md's tank section, comments dropped:
+    the tests below run the lines the README gives each way in."""
+    section = (REPO / "README.md").read_text().split("\n## Tank\n", 1)[1]
+    block = re.search(r"^```sh\n(.*?)^```$", section[section.index(label) :], flags=re.M | re.S).group(1)
+    return [re.sub(r"\s+#.*$", "", line) for line in block.splitlines() if line.strip()]
+
+
 def copy_checkout(source, destination):
     """A copy of a checkout with its build outputs and their times, as another folder on the host."""
     shutil.copytree(source, destination, symlinks=True)
@@ -402,32 +411,21 @@ def extension_names(checkout):
 
 @pytest.fixture(scope="module")
 def mounted_run(built, checkout, tmp_path_factory):
-    """`puffer tank run` on a fresh checkout, mounted over the image's copy: the entrypoint compiles it
-    in place first. (checkout, output); the checkout is left compiled, for the tests that reuse it."""
+    """README's `puffer tank run` line on a fresh checkout, mounted over the image's copy (without
+    the network or GPUs): the entrypoint compiles the checkout in place first. (checkout, output);
+    the checkout is left compiled, for the tests that reuse it."""
+    run_line = shlex.split(readme_commands("**`puffer tank run` and `shell`**")[0])
+    assert run_line[:3] == [".venv-tank/bin/puffer", "tank", "run"], run_line
     mounted = copy_checkout(checkout, tmp_path_factory.mktemp("mounted") / "repo")
-    marker = f".tank-write-{uuid.uuid4().hex}"
-    result = tank(
-        "--repo",
-        str(mounted),
-        "run",
-        "--network",
-        "none",
-        "--gpus",
-        "none",
-        "--",
-        "bash",
-        "-c",
-        f"id -u && touch {marker} && python -c 'import ocean.squared.binding; print(\"squared imports\")'",
-        timeout=900,
-    )
+    result = tank("--repo", str(mounted), "run", "--network", "none", "--gpus", "none", *run_line[3:], timeout=900)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-5000:]
-    return mounted, marker, output
+    return mounted, output
 
 
 @pytest.mark.docker
 def test_mounted_checkout_builds_like_the_image_with_progress(mounted_run):
-    mounted, _, output = mounted_run
+    mounted, output = mounted_run
     assert "the in-place build" not in output and "nvcc not found" not in output, output[-5000:]
     envs = extension_names(mounted)
     progress = re.findall(r"^\[\s*(\d+)/(\d+)\] compiling ocean\.(\w+)\.binding$", output, flags=re.M)
@@ -436,17 +434,18 @@ def test_mounted_checkout_builds_like_the_image_with_progress(mounted_run):
     assert {int(total) for _, total, _ in progress} == {len(envs)}
     assert (mounted / "ocean" / "craftax" / "libcraftax_gpu.so").is_file(), "the GPU Craftax library was not built"
     assert "CraftaxGPU: built ocean/craftax/libcraftax_gpu.so" in output
-    assert "squared imports" in output
+    assert "Checkpoint: experiments/puffer_squared_" in output, output[-3000:]
 
 
 @pytest.mark.docker
 def test_root_checkout_stays_writable(mounted_run):
     if os.getuid() != 0:
         pytest.skip("the checkout must belong to root: run the tests as root")
-    mounted, marker, output = mounted_run
+    mounted, output = mounted_run
     assert "running as root, so that the checkout stays writable" in output
     assert "PermissionError" not in output
-    assert (mounted / marker).stat().st_uid == 0
+    runs = list(mounted.glob("experiments/puffer_squared_*/checkpoint.pt"))
+    assert len(runs) == 1 and runs[0].stat().st_uid == 0, runs
     assert list(mounted.glob("ocean/squared/binding*.so")), "the in-place build wrote no extension"
 
 
@@ -509,14 +508,12 @@ def test_every_way_in_finds_the_same_environment(built, docker_client):
 @pytest.mark.docker
 def test_ssh_login_through_the_hook_lands_in_the_tank_and_trains(built, tmp_path):
     """The login hook as an ssh login runs it, on the stage-3 image: its own `docker exec ... bash
-    --login` on a terminal, with the commands typed in."""
+    --login` on a terminal, with README's commands typed in."""
     user = f"hooktest{uuid.uuid4().hex[:8]}"
     name = f"puffertank-{user}"
-    typed = (
-        'puffer --version; echo "nvcc at $(command -v nvcc), CUDA_HOME at $CUDA_HOME"; '
-        "puffer train puffer_squared --train.total-timesteps 20000 --train.dashboard plain "
-        "--train.data-dir /tmp/runs; exit\n"
-    )
+    readme = readme_commands("**ssh into the box and train.**")
+    assert readme[0] == "ssh puffer@box", readme
+    typed = "; ".join([*readme[1:], 'echo "nvcc at $(command -v nvcc), CUDA_HOME at $CUDA_HOME"', "exit"]) + "\n"
     env = dict(
         os.environ,
         HOME=str(tmp_path),
@@ -540,7 +537,7 @@ def test_ssh_login_through_the_hook_lands_in_the_tank_and_trains(built, tmp_path
     assert "command not found" not in output, output[-3000:]
     assert "\npuffer (pufferlib) " in output, output[-3000:]
     assert "nvcc at /opt/cuda/bin/nvcc, CUDA_HOME at /opt/cuda" in output
-    assert "Finished" in output, output[-3000:]
+    assert "Checkpoint: experiments/puffer_squared_" in output, output[-3000:]
     assert "\nlogout\n" in output  # the shell the hook entered was a login shell
 
 
@@ -634,6 +631,13 @@ def test_dev_container_as_vscode_runs_it(mounted_run, docker_client, tmp_path):
         assert (workspace / "ocean" / "craftax" / "libcraftax_gpu.so").is_file()
         code, output = container.exec_run(["bash", "-lc", "command -v puffer && puffer --version"], user=user)
         assert code == 0 and output.decode().startswith("/opt/venv/bin/puffer\npuffer (pufferlib) "), output.decode()
+        # README's lines for the container's terminal (an interactive shell there).
+        terminal = " && ".join(readme_commands("**The Dev Container.**"))
+        code, output = container.exec_run(["bash", "-lic", terminal], user=user, workdir=config["workspaceFolder"])
+        output = output.decode()
+        assert code == 0, output[-5000:]
+        assert "Checkpoint: experiments/puffer_squared_" in output, output[-3000:]
+        assert "compiling ocean." not in output  # the checkout was compiled when the container was created
     finally:
         if container is not None:
             container.remove(force=True)

@@ -505,40 +505,60 @@ def test_every_way_in_finds_the_same_environment(built, docker_client):
         container.remove(force=True)
 
 
+def hook_login(user, home, image, typed):
+    """An interactive ssh login of USER that sources the login hook, with TYPED typed into the shell
+    it lands in; what its terminal shows."""
+    env = dict(os.environ, HOME=str(home), USER=user, PUFFERTANK_IMAGE=image, SSH_CONNECTION="10.0.0.1 1 10.0.0.2 22")
+    result = subprocess.run(
+        [tool("script"), "-qec", f"bash --norc -i -c '. {REPO}/scripts/login_hook.sh'", "/dev/null"],
+        input=typed,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    return result.stdout.replace("\r", "")
+
+
 @pytest.mark.docker
-def test_ssh_login_through_the_hook_lands_in_the_tank_and_trains(built, tmp_path):
+def test_ssh_login_through_the_hook_lands_in_the_tank_and_trains(built, docker_client, tmp_path):
     """The login hook as an ssh login runs it, on the stage-3 image: its own `docker exec ... bash
-    --login` on a terminal, with README's commands typed in."""
+    --login` on a terminal, with README's commands typed in. The run it trains is still there at the
+    next login, and after the image is rebuilt too."""
+    import io
+
     user = f"hooktest{uuid.uuid4().hex[:8]}"
     name = f"puffertank-{user}"
+    image = f"{PREFIX}/puffer:latest"
     readme = readme_commands("**ssh into the box and train.**")
     assert readme[0] == "ssh puffer@box", readme
     typed = "; ".join([*readme[1:], 'echo "nvcc at $(command -v nvcc), CUDA_HOME at $CUDA_HOME"', "exit"]) + "\n"
-    env = dict(
-        os.environ,
-        HOME=str(tmp_path),
-        USER=user,
-        PUFFERTANK_IMAGE=f"{PREFIX}/puffer:latest",
-        SSH_CONNECTION="10.0.0.1 1 10.0.0.2 22",
-    )
+    list_runs = 'echo "runs: $(ls experiments)"; exit\n'
+    rebuilt = f"{PREFIX}/hook-rebuilt-{user}:latest"
     try:
-        result = subprocess.run(
-            [tool("script"), "-qec", f"bash --norc -i -c '. {REPO}/scripts/login_hook.sh'", "/dev/null"],
-            input=typed,
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=600,
+        output = hook_login(user, tmp_path, image, typed)
+        assert f"puffertank: entering {name}" in output, output[-3000:]
+        assert "command not found" not in output, output[-3000:]
+        assert "\npuffer (pufferlib) " in output, output[-3000:]
+        assert "nvcc at /opt/cuda/bin/nvcc, CUDA_HOME at /opt/cuda" in output
+        run = re.search(r"Checkpoint: experiments/(puffer_squared_\S+)/checkpoint\.pt", output)
+        assert run, output[-3000:]
+        assert "\nlogout\n" in output  # the shell the hook entered was a login shell
+
+        output = hook_login(user, tmp_path, image, list_runs)
+        assert "starting container" not in output and f"runs: {run.group(1)}" in output, output[-3000:]
+
+        # A rebuilt image: the container holds the run, which a new one would not have.
+        docker_client.images.build(
+            fileobj=io.BytesIO(f"FROM {image}\nLABEL org.puffertank.test-rebuild={user}\n".encode()), tag=rebuilt
         )
+        output = hook_login(user, tmp_path, rebuilt, list_runs)
+        assert f"{rebuilt} was rebuilt, but {name} holds files of yours" in output, output[-3000:]
+        assert f"/home/puffer/pufferlib/experiments/{run.group(1)}/" in output
+        assert f"runs: {run.group(1)}" in output, output[-3000:]
     finally:
         subprocess.run(["docker", "rm", "--force", name], capture_output=True)
-    output = result.stdout.replace("\r", "")
-    assert f"puffertank: entering {name}" in output, output[-3000:]
-    assert "command not found" not in output, output[-3000:]
-    assert "\npuffer (pufferlib) " in output, output[-3000:]
-    assert "nvcc at /opt/cuda/bin/nvcc, CUDA_HOME at /opt/cuda" in output
-    assert "Checkpoint: experiments/puffer_squared_" in output, output[-3000:]
-    assert "\nlogout\n" in output  # the shell the hook entered was a login shell
+        subprocess.run(["docker", "rmi", "--force", rebuilt], capture_output=True)
 
 
 def devcontainer_mounts(config, workspace):

@@ -280,6 +280,13 @@ def test_login_hook_replaces_the_container_when_the_image_changed(docker_client,
                 break
             time.sleep(0.2)
 
+        # A file of the user's that the image does not have would be lost with the container.
+        subprocess.run(["docker", "exec", name, "sh", "-c", "echo draft > /home/puffer/notes.txt"], check=True)
+        output = login(tmp_path, user, image)
+        assert f"{image} was rebuilt, but {name} holds files of yours that its image does not" in output, output
+        assert "(1 of them, such as /home/puffer/notes.txt)" in output and "inside build one" in output, output
+        subprocess.run(["docker", "exec", name, "rm", "/home/puffer/notes.txt"], check=True)
+
         output = login(tmp_path, user, image)
         assert f"{image} was rebuilt since {name} was created: replacing {name}" in output, output
         assert "inside build two" in output, output

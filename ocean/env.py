@@ -106,9 +106,10 @@ class OceanEnv(PufferEnv):
         if not self.started:
             raise APIUsageError(f"{self.name}: step() after close(); build a new env" if self.closed
                                 else f"{self.name}: call reset() before step()")
-        if actions is not self.actions:
+        finished = self.c_envs.step(actions)
+        if finished == self.binding.NEEDS_CONVERSION:
             self._copy_actions(actions)
-        finished = self.c_envs.step()
+            finished = self.c_envs.step(self.actions)
         if finished < 0:
             self._raise_bad_action(-finished - 1)
         self.ticks += 1
@@ -118,6 +119,15 @@ class OceanEnv(PufferEnv):
             if log is not None:
                 infos.append(log)
         return self.observations, self.rewards, self.terminals, self.truncations, infos
+
+    def check_actions(self, actions):
+        """Raises the error step() would raise for these actions, without stepping: every check
+        step() makes (they are left in the action buffer, which the next step overwrites)."""
+        if actions is not self.actions:
+            self._copy_actions(actions)
+        bad = self.c_envs.find_bad_action()
+        if bad >= 0:
+            self._raise_bad_action(bad)
 
     def _copy_actions(self, actions):
         given = np.asarray(actions)

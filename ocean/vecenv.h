@@ -110,13 +110,18 @@ static void vec_reset(VecEnv* vec, uint64_t seed) {
     }
 }
 
-// Index of the first action outside [0, nvec[dim]), or -1 when all are valid.
+// Index of the first action outside [0, nvec[dim]), or -1 when all are valid. The common case
+// (all valid) is one branch-free pass that the compiler vectorizes; the index is looked for only
+// when that pass finds a bad action.
 static long vec_find_bad_action(VecEnv* vec, const int* nvec) {
     const int* actions = vec->envs[0].actions;
     int dims = vec->action_dims;
     long count = (long)vec->num_envs * vec->agents_per_env * dims;
     if (dims == 1) {
         unsigned int bound = (unsigned int)nvec[0];
+        unsigned int bad = 0;
+        for (long k = 0; k < count; k++) bad |= (unsigned int)actions[k] >= bound;
+        if (!bad) return -1;
         for (long k = 0; k < count; k++) {
             if ((unsigned int)actions[k] >= bound) return k;
         }
@@ -128,14 +133,22 @@ static long vec_find_bad_action(VecEnv* vec, const int* nvec) {
     return -1;
 }
 
-static inline int vec_step_env(VecEnv* vec, int i) {
+// The mean of one env's agents' rewards; a single agent's reward as it is (the same float as
+// dividing it by 1, without the loop and the division).
+static inline float vec_mean_reward(const float* rewards, int agents) {
+    if (agents == 1) return rewards[0];
+    float sum = 0.0f;
+    for (int a = 0; a < agents; a++) sum += rewards[a];
+    return sum / (float)agents;
+}
+
+// Steps env i and adds to its episode's sums; an ended episode is reset at once. `agents` is
+// vec->agents_per_env, read once by the caller: the games' byte stores could alias it.
+static inline int vec_step_env(VecEnv* vec, int i, int agents) {
     Env* env = &vec->envs[i];
-    Episode* episode = &vec->episodes[i];
-    int agents = vec->agents_per_env;
     int done = c_step(env);
-    float reward = 0.0f;
-    for (int a = 0; a < agents; a++) reward += env->rewards[a];
-    episode->running_return += reward / (float)agents;
+    Episode* episode = &vec->episodes[i];
+    episode->running_return += vec_mean_reward(env->rewards, agents);
     episode->running_length += 1.0f;
     if (done) {
         episode->return_sum += episode->running_return;
@@ -162,29 +175,42 @@ static char* vec_final_frame(VecEnv* vec, int index) {
     return vec->final_frames + (long)index * vec->final_frame_capacity;
 }
 
-// Prepares and steps the envs of one batch; returns how many episodes ended.
-static inline int vec_step_batch(VecEnv* vec, int batch) {
-    int first = batch * VEC_PREPARE_BATCH;
-    int count = vec->num_envs - first < VEC_PREPARE_BATCH ? vec->num_envs - first : VEC_PREPARE_BATCH;
-    c_prepare(&vec->envs[first], count);
+// Prepares and steps envs [first, last), a batch of VEC_PREPARE_BATCH at a time; returns how many
+// episodes ended.
+static inline int vec_step_range(VecEnv* vec, int first, int last) {
     int finished = 0;
-    for (int i = first; i < first + count; i++) finished += vec_step_env(vec, i);
+    int agents = vec->agents_per_env;
+#if VEC_PREPARE_BATCH == 1
+    for (int i = first; i < last; i++) finished += vec_step_env(vec, i, agents);
+#else
+    for (int start = first; start < last; start += VEC_PREPARE_BATCH) {
+        int end = last - start < VEC_PREPARE_BATCH ? last : start + VEC_PREPARE_BATCH;
+        c_prepare(&vec->envs[start], end - start);
+        for (int i = start; i < end; i++) finished += vec_step_env(vec, i, agents);
+    }
+#endif
     return finished;
 }
 
+// Chunks per thread when several share the envs: enough that a thread whose envs step slower
+// (resets, crowded boards) leaves its share's tail to the others, few enough that handing chunks
+// out costs nothing next to stepping them.
+#define VEC_CHUNKS_PER_THREAD 8
+
 // Steps every env once; returns how many episodes ended.
 static int vec_step(VecEnv* vec) {
+    int n = vec->num_envs;
+    if (vec->num_threads <= 1) return vec_step_range(vec, 0, n);
+    int batches = (n + VEC_PREPARE_BATCH - 1) / VEC_PREPARE_BATCH;
+    int chunks = vec->num_threads * VEC_CHUNKS_PER_THREAD;
+    int per_chunk = ((batches + chunks - 1) / chunks) * VEC_PREPARE_BATCH;
+    chunks = (n + per_chunk - 1) / per_chunk;
     int finished = 0;
-    int batches = (vec->num_envs + VEC_PREPARE_BATCH - 1) / VEC_PREPARE_BATCH;
-    if (vec->num_threads <= 1) {
-        for (int b = 0; b < batches; b++) finished += vec_step_batch(vec, b);
-        return finished;
-    }
-    // Batches are handed out one at a time: their cost varies (an env that resets, a crowded
-    // step) and their count rarely divides evenly among the threads, and with a static split the
-    // other threads would wait at the barrier for the slowest share.
     #pragma omp parallel for schedule(dynamic) num_threads(vec->num_threads) reduction(+ : finished)
-    for (int b = 0; b < batches; b++) finished += vec_step_batch(vec, b);
+    for (int c = 0; c < chunks; c++) {
+        int last = (c + 1) * per_chunk < n ? (c + 1) * per_chunk : n;
+        finished += vec_step_range(vec, c * per_chunk, last);
+    }
     return finished;
 }
 

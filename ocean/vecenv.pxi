@@ -2,6 +2,7 @@
 # defines `configure(Env* env, dict params)` to copy parameters into one env, then includes this.
 cimport numpy as cnp
 from libc.stdint cimport uint64_t
+from libc.string cimport memmove
 
 cnp.import_array()
 
@@ -25,6 +26,9 @@ cdef extern from "vecenv.h":
     char* vec_final_frame(VecEnv* vec, int index)
 
 DEF RENDER_CAPACITY = 1 << 16
+# What step() returns when the actions given are not a C-contiguous native int32 array of the
+# action buffer's shape: Python converts them (with its checks) into the buffer and steps again.
+NEEDS_CONVERSION = -(1 << 62)
 
 
 cdef class CVecEnv:
@@ -32,12 +36,14 @@ cdef class CVecEnv:
     cdef VecEnv* vec
     cdef object buffers
     cdef cnp.ndarray nvec
+    cdef cnp.ndarray actions
 
     def __cinit__(self, cnp.ndarray observations, cnp.ndarray actions, cnp.ndarray rewards,
                   cnp.ndarray terminals, cnp.ndarray truncations, int num_envs, int agents_per_env,
                   int num_threads, cnp.ndarray nvec, dict params):
         self.buffers = (observations, actions, rewards, terminals, truncations)
         self.nvec = nvec
+        self.actions = actions
         self.vec = vec_create(num_envs, agents_per_env, num_threads)
         for i in range(num_envs):
             configure(&self.vec.envs[i], params)
@@ -53,20 +59,37 @@ cdef class CVecEnv:
         with nogil:
             vec_reset(self.vec, seed)
 
-    def step(self):
-        """Steps every env; returns episodes finished, or -(k + 1) when action k is invalid."""
+    def step(self, object actions):
+        """Copies `actions` into the action buffer (unless they are it) and steps every env.
+        Returns the episodes finished, -(k + 1) when action k is invalid (nothing stepped), or
+        NEEDS_CONVERSION when `actions` is not an int32 array laid out as the buffer is."""
+        cdef cnp.ndarray given
+        if actions is not self.actions:
+            if type(actions) is not cnp.ndarray:
+                return NEEDS_CONVERSION
+            given = <cnp.ndarray>actions
+            if (cnp.PyArray_TYPE(given) != cnp.NPY_INT32 or not cnp.PyArray_ISNOTSWAPPED(given)
+                    or not cnp.PyArray_IS_C_CONTIGUOUS(given) or not cnp.PyArray_SAMESHAPE(given, self.actions)):
+                return NEEDS_CONVERSION
+            memmove(cnp.PyArray_DATA(self.actions), cnp.PyArray_DATA(given), cnp.PyArray_NBYTES(given))
         cdef long bad
-        cdef int finished
+        cdef int finished = 0
         cdef const int* nvec = <const int*>cnp.PyArray_DATA(self.nvec)
         with nogil:
             bad = vec_find_bad_action(self.vec, nvec)
-            if bad >= 0:
-                finished = 0
-            else:
+            if bad < 0:
                 finished = vec_step(self.vec)
         if bad >= 0:
             return -(bad + 1)
         return finished
+
+    def find_bad_action(self):
+        """Index of the first invalid action in the action buffer, or -1 when all are valid."""
+        cdef long bad
+        cdef const int* nvec = <const int*>cnp.PyArray_DATA(self.nvec)
+        with nogil:
+            bad = vec_find_bad_action(self.vec, nvec)
+        return bad
 
     def log(self):
         """Means of the episode statistics since the last call, or None if no episode ended."""

@@ -285,6 +285,25 @@ def fixed_step_cost(repeats=200_000):
     return best
 
 
+def action_check_share(name="squared", num_envs=4096, repeats=2000):
+    """The share of a step at num_envs that its action checks take (check_actions on the action
+    buffer: the scan of every action that each step makes before stepping)."""
+    env = ocean.make(name, num_envs=num_envs, num_threads=1, log_interval=1_000_000)
+    env.reset(0)
+    env.actions[:] = action_cache(env)[0]
+    best_step, best_check = float("inf"), float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(repeats):
+            env.step(env.actions)
+        best_step = min(best_step, (time.perf_counter() - start) / repeats)
+        start = time.perf_counter()
+        for _ in range(repeats):
+            env.check_actions(env.actions)
+        best_check = min(best_check, (time.perf_counter() - start) / repeats)
+    return best_check / best_step
+
+
 CRAFTAX_ENVS = ("puffer_craftax", "puffer_craftax_compact")
 
 
@@ -389,6 +408,10 @@ def main():
     step_cost = fixed_step_cost()
     print(f"\nfixed cost of one step() call from Python: {step_cost * 1e6:.2f} us")
     records.append(results.measurement("ocean", "step() call from Python", "1 bandit env", step_cost * 1e6, "us"))
+    check_share = action_check_share()
+    print(f"action checks: {check_share:.1%} of a step of 4,096 squared envs")
+    records.append(results.measurement("ocean", "action checks' share of a step", "4,096 squared envs, 1 thread",
+                                       check_share * 100, "%"))
     if games:
         games_section(games, args.seconds, records)
     if args.peer == "pufferlib3" and peer_games:

@@ -233,6 +233,9 @@ def test_log_is_none_until_an_episode_ends():
         (np.zeros(3, np.int32), r"shape \(4,\).*got shape \(3,\)"),
         (np.zeros(4, np.float32), "must be integers, got dtype float32"),
         (np.array([0, 1, 5, 0]), r"action 5 for agent 2 is outside.*0\.\.4"),
+        (np.array([0, 1, 5, 0], np.int32), r"action 5 for agent 2 is outside.*0\.\.4"),
+        (np.array([0, 0, 1, 0, 5, 0, 0, 0], np.int32)[::2], r"action 5 for agent 2 is outside"),
+        (np.array([0, 1, 5, 0], ">i4"), r"action 5 for agent 2 is outside"),
         (np.array([0, -1, 0, 0]), "action -1 for agent 1"),
         (np.array([0, 1, 2**40, 0]), "do not fit in int32"),
     ],
@@ -243,6 +246,37 @@ def test_bad_actions_name_the_env_and_what_was_expected(actions, message):
     with pytest.raises(ValueError, match="puffer_squared") as error:
         env.step(actions)
     assert error.match(message)
+
+
+def test_check_actions_raises_what_step_would_without_stepping():
+    env = ocean.make("squared", num_envs=4)
+    env.reset(0)
+    before = env.observations.copy()
+    env.check_actions(np.array([0, 1, 2, 3], np.int32))
+    with pytest.raises(ValueError, match=r"action 7 for agent 3 is outside"):
+        env.check_actions([0, 1, 2, 7])
+    np.testing.assert_array_equal(env.observations, before)
+
+
+def test_actions_of_any_integer_layout_step_alike():
+    """int32 arrays laid out as the buffer are copied directly; other layouts are converted first:
+    both give the same steps."""
+    rng = np.random.default_rng(0)
+    batches = rng.integers(0, 5, (40, 8))
+    layouts = [
+        lambda batch: batch.astype(np.int32),
+        lambda batch: batch,
+        lambda batch: np.repeat(batch.astype(np.int32), 2)[::2],
+        lambda batch: batch.astype(">i4"),
+        lambda batch: batch.tolist(),
+    ]
+    traces = []
+    for layout in layouts:
+        env = ocean.make("squared", num_envs=8)
+        env.reset(1)
+        traces.append([env.step(layout(batch))[0].copy() for batch in batches])
+    for trace in traces[1:]:
+        np.testing.assert_array_equal(trace, traces[0])
 
 
 def test_bad_multidiscrete_component_is_named():

@@ -56,26 +56,32 @@ static inline int clamp_index(int value, int last) {
     return value > last ? last : value;
 }
 
+// Without branches on the outcome (whether a random walk reaches the target is unpredictable), and
+// with the env's fields read before the byte stores, which the compiler must assume alias them.
 static inline int c_step(Squared* env) {
     int size = env->size;
+    int last = size - 1;
     int action = env->actions[0];
-    env->observations[env->row * size + env->col] = 0;
-    env->row = clamp_index(env->row + SQUARED_DROW[action], size - 1);
-    env->col = clamp_index(env->col + SQUARED_DCOL[action], size - 1);
-    env->observations[env->row * size + env->col] = 1;
-    env->tick++;
-    env->truncations[0] = 0;
-    if (env->row == env->target_row && env->col == env->target_col) {
-        env->rewards[0] = 1.0f;
-        env->terminals[0] = 1;
-        env->log.score += 1.0f;
-        return 1;
-    }
-    env->rewards[0] = 0.0f;
+    int row = env->row, col = env->col;
+    int tick = env->tick + 1;
+    int target_row = env->target_row, target_col = env->target_col;
+    unsigned char* grid = env->observations;
+    grid[row * size + col] = 0;
+    row = clamp_index(row + SQUARED_DROW[action], last);
+    col = clamp_index(col + SQUARED_DCOL[action], last);
+    grid[row * size + col] = 1;
+    int reached = (row == target_row) & (col == target_col);
     // The step limit is part of the task (reach the target in time), so running out of steps is
     // the episode's failing end, not a truncation to bootstrap past.
-    env->terminals[0] = env->tick >= 2 * size;
-    return env->terminals[0];
+    int done = reached | (tick >= 2 * size);
+    env->row = row;
+    env->col = col;
+    env->tick = tick;
+    env->log.score += (float)reached;
+    env->rewards[0] = (float)reached;
+    env->terminals[0] = (unsigned char)done;
+    env->truncations[0] = 0;
+    return done;
 }
 
 static int c_render(Squared* env, char* buf, int capacity) {

@@ -26,7 +26,9 @@ reference does), and the memory each env holds.
 scripts/build_pufferlib3.py into a scratch venv, --peer-python its python): each game both ship,
 at matched rules where the games allow it, stepped from each project's own step() on one thread
 with the same random actions, the two sides alternating for --rounds rounds in this run (PufferLib
-3.0 runs in a process of its own, idle while Ocean steps). The ratio per round shows the spread.
+3.0 runs in a process of its own, idle while Ocean steps). Each round's figure is the median
+step() call's rate, so that calls slowed by other processes on shared cores drop out of it; the
+ratio per round shows the spread.
 
 --record stores every figure as a record (scripts/results.py) for BENCHMARKS.md.
 """
@@ -63,8 +65,17 @@ def action_cache(env):
 
 
 def steps_per_second(env, seconds):
+    """Agent steps per second over at least `seconds` of steps with the cached actions."""
+    cache = action_cache(env)
     env.reset(0)
-    return build_pufferlib3.agent_steps_per_second(env.step, action_cache(env), env.num_agents, seconds)
+    for i in range(20):
+        env.step(cache[i % ACTION_CACHE])
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        for i in range(50):
+            env.step(cache[(steps + i) % ACTION_CACHE])
+        steps += 50
+    return steps * env.num_agents / (time.perf_counter() - start)
 
 
 class NumpySquared:
@@ -232,7 +243,8 @@ def spread(ratios):
 def pufferlib3_section(names, python, rounds, seconds, records):
     """Each shared game from Ocean and from PufferLib 3.0, alternating, one thread each."""
     print(f"\nAgainst PufferLib 3.0.0 (its sdist, built by scripts/build_pufferlib3.py), 1 thread, random actions,"
-          f"\neach side's own step(); {rounds} rounds alternating the two sides, agent steps/second (medians)")
+          f"\neach side's own step(); {rounds} rounds alternating the two sides, agent steps/second of the median"
+          f"\nstep() call of each round, medians of the rounds")
     header = f"{'env':<18}{'envs x agents':>15}{'ours':>10}{'PL 3.0':>10}{'ratio':>8}{'per round':>14}"
     print(header)
     print("-" * len(header))
@@ -250,7 +262,7 @@ def pufferlib3_section(names, python, rounds, seconds, records):
                 sides = ["ours", "peer"] if round_index % 2 == 0 else ["peer", "ours"]
                 for side in sides:
                     if side == "ours":
-                        ours.append(build_pufferlib3.agent_steps_per_second(env.step, cache, env.num_agents, seconds))
+                        ours.append(build_pufferlib3.median_step_rate(env.step, cache, env.num_agents, seconds))
                     else:
                         theirs.append(peer.steps_per_second(name, peer_params, seconds))
             ratios = [a / b for a, b in zip(ours, theirs)]

@@ -15,7 +15,7 @@ still installed because setup.py imports it. Prints the scratch venv's python.
 --serve runs in that venv (PufferLib 3.0 pins numpy < 2, so it cannot share Ocean's process): it
 reads one JSON request a line, {"game": "pong", "params": {...}, "seconds": 1.0}, steps that game's
 envs (built on the first request, then kept, as Ocean's are) and answers {"rate": agent steps/s},
-timed by the same `agent_steps_per_second` as Ocean's side.
+timed by the same `median_step_rate` as Ocean's side.
 """
 
 import argparse
@@ -45,21 +45,27 @@ BUILD = ["setuptools", "wheel", "Cython"]
 # Each shared game's class in PufferLib 3.0: module under pufferlib.ocean, class name.
 GAME_CLASSES = {game: (f"pufferlib.ocean.{game}.{game}", game.capitalize()) for game in SHARED_GAMES}
 WARMUP_STEPS = 20
-STEPS_PER_CLOCK_READ = 50
 
 
-def agent_steps_per_second(step, action_batches, agents, seconds):
-    """Agent steps per second of ``step(actions)`` called with the given batches in turn for at
-    least ``seconds`` (after a warm-up): the one timing both sides of a comparison use."""
+def median_step_rate(step, action_batches, agents, seconds):
+    """Agent steps per second of the median ``step(actions)`` call over at least ``seconds``: the
+    one timing both sides of a comparison use. Each call is timed alone, so that the calls during
+    which other processes held the core (on a shared machine) fall above the median instead of
+    into the figure."""
     count = len(action_batches)
     for i in range(WARMUP_STEPS):
         step(action_batches[i % count])
-    steps, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        for i in range(STEPS_PER_CLOCK_READ):
-            step(action_batches[(steps + i) % count])
-        steps += STEPS_PER_CLOCK_READ
-    return steps * agents / (time.perf_counter() - start)
+    durations, clock = [], time.perf_counter
+    deadline = clock() + seconds
+    while True:
+        start = clock()
+        step(action_batches[len(durations) % count])
+        end = clock()
+        durations.append(end - start)
+        if end >= deadline:
+            break
+    durations.sort()
+    return agents / durations[len(durations) // 2]
 
 
 def sdist_url():
@@ -173,7 +179,7 @@ def serve(requests, answers):
             batches = np.random.default_rng(0).integers(0, space.n, (request["batches"], *env.actions.shape))
             envs[game] = env, batches.astype(env.actions.dtype)
         env, batches = envs[game]
-        rate = agent_steps_per_second(env.step, batches, env.num_agents, request["seconds"])
+        rate = median_step_rate(env.step, batches, env.num_agents, request["seconds"])
         answers.write(json.dumps({"rate": rate}) + "\n")
         answers.flush()
 

@@ -243,7 +243,7 @@ def test_game_headers_compile_as_cpp(tmp_path):
         pytest.skip("g++ not installed")
     source = tmp_path / "craftax_check.cpp"
     source.write_text(
-        '#include "step.h"\n#include "state_view.h"\n'
+        '#include "observation.h"\n#include "step.h"\n#include "state_view.h"\n'
         "float step_once(GameState* s, float* obs) {\n"
         "    StepDraws draws;\n"
         "    draw_step(key_from_seed(1), &draws);\n"
@@ -267,7 +267,7 @@ def test_headers_compile_with_nvcc(tmp_path):
         pytest.skip("nvcc not installed")
     source = tmp_path / "craftax_check.cu"
     source.write_text(
-        '#include "step.h"\n'
+        '#include "observation.h"\n#include "step.h"\n'
         "__global__ void reset_kernel(GameState* states, WorldgenScratch* scratch, float* obs) {\n"
         "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
         "    generate_world(key_split_at(key_from_seed((uint64_t)i), 1), &states[i], &scratch[i]);\n"

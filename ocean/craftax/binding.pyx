@@ -1,5 +1,5 @@
 # Craftax's C game: the Ocean env (craftax.h, through the shared vecenv: CVecEnv), and the game
-# logic exposed for parity checks against the JAX reference: the PRNG and samplers (rng.h),
+# logic exposed for parity checks against the JAX reference: the PRNG and samplers (jax_random.h),
 # world generation (worldgen.h), the step (step.h) and observation encoding (observation.h).
 # Keys are (2,) uint32 arrays, as jax.random.key_data(jax.random.PRNGKey(seed)).
 cimport numpy as cnp

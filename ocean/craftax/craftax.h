@@ -18,6 +18,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "observation.h"
 #include "step.h"
 
 // Episode statistics (sums over finished episodes; the vecenv divides by their count). The

@@ -8,7 +8,7 @@
 // not use (a mob that does not chase, nothing spawning) are simply not read.
 #pragma once
 #include "game_tables.h"
-#include "rng.h"
+#include "jax_random.h"
 
 typedef struct {
     float chase_roll;          // uniform: chases when below 0.75 and near enough

@@ -95,6 +95,14 @@ CRAFTAX_FN int is_near_block(GameState* s, uint8_t block) {
 CRAFTAX_FN int is_fighting_boss(const GameState* s) { return s->player_level == NUM_LEVELS - 1; }
 CRAFTAX_FN int is_boss_spawn_wave(const GameState* s) { return is_fighting_boss(s) && s->boss_timesteps_to_spawn_this_round >= 1; }
 CRAFTAX_FN int has_beaten_boss(const GameState* s) { return s->boss_progress >= NUM_LEVELS - 1; }
+// The necromancer takes damage once the floor has no melee or ranged mob and no wave is due.
+CRAFTAX_FN int is_boss_vulnerable(const GameState* s) {
+    int l = s->player_level;
+    int melee = 0, ranged = 0;
+    for (int m = 0; m < MAX_MELEE_MOBS; m++) melee += s->melee_mobs.mask[l][m];
+    for (int m = 0; m < MAX_RANGED_MOBS; m++) ranged += s->ranged_mobs.mask[l][m];
+    return melee == 0 && ranged == 0 && s->boss_timesteps_to_spawn_this_round <= 0;
+}
 
 CRAFTAX_FN int32_t max_health(const GameState* s) { return 8 + s->player_strength; }
 CRAFTAX_FN int32_t max_food(const GameState* s) { return 7 + 2 * s->player_dexterity; }
@@ -125,4 +133,20 @@ CRAFTAX_FN int count_alive(const uint8_t* mask, int n) {
     int alive = 0;
     for (int i = 0; i < n; i++) alive += mask[i];
     return alive;
+}
+
+// Prefetches the map and item rows under the view, and its lit bits (see CRAFTAX_PREFETCH).
+CRAFTAX_FN void prefetch_view(const GameState* s) {
+    int l = s->player_level;
+    int first_col = iclamp(s->player_position[1] - OBS_COLS / 2, 0, MAP_SIZE - 1);
+    int last_col = iclamp(s->player_position[1] + OBS_COLS / 2, 0, MAP_SIZE - 1);
+    CRAFTAX_PREFETCH(&s->lit_rows[l][iclamp(s->player_position[0] - OBS_ROWS / 2, 0, MAP_SIZE - 1)]);
+    CRAFTAX_PREFETCH(&s->lit_rows[l][iclamp(s->player_position[0] + OBS_ROWS / 2, 0, MAP_SIZE - 1)]);
+    for (int r = 0; r < OBS_ROWS; r++) {
+        int wr = iclamp(s->player_position[0] - OBS_ROWS / 2 + r, 0, MAP_SIZE - 1);
+        CRAFTAX_PREFETCH(&s->map[l][wr][first_col]);
+        CRAFTAX_PREFETCH(&s->map[l][wr][last_col]);
+        CRAFTAX_PREFETCH(&s->item_map[l][wr][first_col]);
+        CRAFTAX_PREFETCH(&s->item_map[l][wr][last_col]);
+    }
 }

@@ -3,7 +3,6 @@
 // opening chests, hitting the necromancer, crafting, and placing blocks, torches and saplings.
 #pragma once
 #include "combat.h"
-#include "observation.h"
 #include "worldgen.h"
 
 // add_items_from_chest: every draw below is made from its own split of rng, as in the reference.

@@ -7,7 +7,6 @@
 #pragma once
 #include "combat.h"
 #include "draws.h"
-#include "observation.h"
 
 CRAFTAX_FN int sign(int x) { return (x > 0) - (x < 0); }
 CRAFTAX_FN int iabs(int x) { return x < 0 ? -x : x; }

@@ -8,7 +8,7 @@
 #pragma once
 #include "common.h"
 #include "constants.h"
-#include "rng.h"
+#include "jax_random.h"
 
 // cosf/sinf of the reference are glibc's (XLA's CPU backend calls libm). CUDA's cosf/sinf are not
 // bitwise equal, so these are host-only: device code reads glibc's results from ReferenceTrig,

@@ -6,7 +6,7 @@
 // id, one bitmask of visible mob types per mob class, light flag; ids 0 on dark cells), then the
 // same 51 scalars as little-endian float32.
 #pragma once
-#include "state.h"
+#include "game_utils.h"
 
 #define OBS_CELLS (OBS_ROWS * OBS_COLS)
 #define OBS_CHANNELS (NUM_BLOCK_TYPES + NUM_ITEM_TYPES + NUM_MOB_CLASSES * MOB_TYPES_PER_CLASS + 1)
@@ -103,30 +103,6 @@ CRAFTAX_FN void scatter_mobs(uint8_t* out, const uint64_t lit[2], const GameStat
         uint8_t* bits = out + marks[k].cell * COMPACT_CELL_BYTES + COMPACT_MOBS + marks[k].mob_class;
         *bits = marks[k].on_screen ? (uint8_t)(*bits | marks[k].bit) : (uint8_t)(*bits & ~marks[k].bit);
     }
-}
-
-// Prefetches the map and item rows under the view, and its lit bits (see CRAFTAX_PREFETCH).
-CRAFTAX_FN void prefetch_view(const GameState* s) {
-    int l = s->player_level;
-    int first_col = iclamp(s->player_position[1] - OBS_COLS / 2, 0, MAP_SIZE - 1);
-    int last_col = iclamp(s->player_position[1] + OBS_COLS / 2, 0, MAP_SIZE - 1);
-    CRAFTAX_PREFETCH(&s->lit_rows[l][iclamp(s->player_position[0] - OBS_ROWS / 2, 0, MAP_SIZE - 1)]);
-    CRAFTAX_PREFETCH(&s->lit_rows[l][iclamp(s->player_position[0] + OBS_ROWS / 2, 0, MAP_SIZE - 1)]);
-    for (int r = 0; r < OBS_ROWS; r++) {
-        int wr = iclamp(s->player_position[0] - OBS_ROWS / 2 + r, 0, MAP_SIZE - 1);
-        CRAFTAX_PREFETCH(&s->map[l][wr][first_col]);
-        CRAFTAX_PREFETCH(&s->map[l][wr][last_col]);
-        CRAFTAX_PREFETCH(&s->item_map[l][wr][first_col]);
-        CRAFTAX_PREFETCH(&s->item_map[l][wr][last_col]);
-    }
-}
-
-CRAFTAX_FN int is_boss_vulnerable(const GameState* s) {
-    int l = s->player_level;
-    int melee = 0, ranged = 0;
-    for (int m = 0; m < MAX_MELEE_MOBS; m++) melee += s->melee_mobs.mask[l][m];
-    for (int m = 0; m < MAX_RANGED_MOBS; m++) ranged += s->ranged_mobs.mask[l][m];
-    return melee == 0 && ranged == 0 && s->boss_timesteps_to_spawn_this_round <= 0;
 }
 
 // x / 10 as the reference's observation computes it. Inside its jitted step XLA rewrites the

@@ -4,7 +4,6 @@
 // achievements.
 #pragma once
 #include "combat.h"
-#include "observation.h"
 
 // change_floor: descend on a down ladder of a cleared floor, ascend on an up ladder.
 CRAFTAX_FN void change_floor(GameState* s, int action) {

@@ -3,7 +3,7 @@
 // float32.
 #pragma once
 #include "constants.h"
-#include "rng.h"
+#include "jax_random.h"
 
 // One class of mobs (or projectiles) on every floor.
 // Positions are int32: projectiles keep moving after they die (as in the reference), so their

@@ -40,17 +40,21 @@ static inline void c_prepare(Env* envs, int count) {
 _Static_assert(sizeof(Log) % sizeof(float) == 0, "Log must hold floats only");
 #define LOG_FIELDS ((int)(sizeof(Log) / sizeof(float)))
 
+// An env's episode statistics. The running length is not counted per env: an episode's length is
+// the vecenv's step count now less the count when the episode began (the same figure as a float
+// counter, exact up to 2^24 steps), so a step writes here only when a reward is not zero.
 typedef struct {
     float running_return;
-    float running_length;
     float return_sum;
     float length_sum;
     float episodes;
+    int64_t start_step;
 } Episode;
 
 typedef struct {
     Env* envs;
     Episode* episodes;
+    int64_t steps;  // vec_step calls since vec_reset
     int num_envs;
     int agents_per_env;
     int action_dims;
@@ -96,6 +100,7 @@ static void vec_bind(VecEnv* vec, char* observations, long obs_bytes, int* actio
 
 // Env i is seeded with seed + i.
 static void vec_reset(VecEnv* vec, uint64_t seed) {
+    vec->steps = 0;
     for (int i = 0; i < vec->num_envs; i++) {
         Env* env = &vec->envs[i];
         env->rng = seed + (uint64_t)i;
@@ -142,26 +147,36 @@ static inline float vec_mean_reward(const float* rewards, int agents) {
     return sum / (float)agents;
 }
 
-// Steps env i and adds to its episode's sums; an ended episode is reset at once. `agents` is
-// vec->agents_per_env, read once by the caller: the games' byte stores could alias it.
-static inline int vec_step_env(VecEnv* vec, int i, int agents) {
-    Env* env = &vec->envs[i];
+// Steps env i and adds to its episode's sums; an ended episode is reset at once. `step` is the
+// number of this vec_step call (vec->steps + 1). Adding a zero reward would leave the return as it
+// is (it is never -0), so that store is skipped.
+static inline int vec_step_env(VecEnv* vec, Env* env, Episode* episode, int i, int agents, int64_t step) {
     int done = c_step(env);
-    Episode* episode = &vec->episodes[i];
-    episode->running_return += vec_mean_reward(env->rewards, agents);
-    episode->running_length += 1.0f;
+    float reward = vec_mean_reward(env->rewards, agents);
+    if (reward != 0.0f) episode->running_return += reward;
     if (done) {
         episode->return_sum += episode->running_return;
-        episode->length_sum += episode->running_length;
+        episode->length_sum += (float)(step - episode->start_step);
         episode->episodes += 1.0f;
         episode->running_return = 0.0f;
-        episode->running_length = 0.0f;
+        episode->start_step = step;
         if (vec->final_frames) {
             c_render(env, vec->final_frames + (long)i * vec->final_frame_capacity, vec->final_frame_capacity);
         }
         c_reset(env);
     }
     return done;
+}
+
+// Steps envs [first, last). The pointers and `agents` are read once here: the games' byte stores
+// could alias vec's fields, which the compiler would otherwise read again for every env.
+static inline int vec_step_envs(VecEnv* vec, int first, int last, int agents) {
+    Env* env = vec->envs + first;
+    Episode* episode = vec->episodes + first;
+    int64_t step = vec->steps + 1;
+    int finished = 0;
+    for (int i = first; i < last; i++, env++, episode++) finished += vec_step_env(vec, env, episode, i, agents, step);
+    return finished;
 }
 
 // Keeps each env's final frame from now on (capacity bytes each, text NUL-terminated).
@@ -178,18 +193,19 @@ static char* vec_final_frame(VecEnv* vec, int index) {
 // Prepares and steps envs [first, last), a batch of VEC_PREPARE_BATCH at a time; returns how many
 // episodes ended.
 static inline int vec_step_range(VecEnv* vec, int first, int last) {
-    int finished = 0;
     int agents = vec->agents_per_env;
 #if VEC_PREPARE_BATCH == 1
-    for (int i = first; i < last; i++) finished += vec_step_env(vec, i, agents);
+    // A copy of the loop for single-agent games, with the reward's mean folded away.
+    return agents == 1 ? vec_step_envs(vec, first, last, 1) : vec_step_envs(vec, first, last, agents);
 #else
+    int finished = 0;
     for (int start = first; start < last; start += VEC_PREPARE_BATCH) {
         int end = last - start < VEC_PREPARE_BATCH ? last : start + VEC_PREPARE_BATCH;
         c_prepare(&vec->envs[start], end - start);
-        for (int i = start; i < end; i++) finished += vec_step_env(vec, i, agents);
+        finished += vec_step_envs(vec, start, end, agents);
     }
-#endif
     return finished;
+#endif
 }
 
 // Chunks per thread when several share the envs: enough that a thread whose envs step slower
@@ -200,17 +216,22 @@ static inline int vec_step_range(VecEnv* vec, int first, int last) {
 // Steps every env once; returns how many episodes ended.
 static int vec_step(VecEnv* vec) {
     int n = vec->num_envs;
-    if (vec->num_threads <= 1) return vec_step_range(vec, 0, n);
+    int finished = 0;
+    if (vec->num_threads <= 1) {
+        finished = vec_step_range(vec, 0, n);
+        vec->steps++;
+        return finished;
+    }
     int batches = (n + VEC_PREPARE_BATCH - 1) / VEC_PREPARE_BATCH;
     int chunks = vec->num_threads * VEC_CHUNKS_PER_THREAD;
     int per_chunk = ((batches + chunks - 1) / chunks) * VEC_PREPARE_BATCH;
     chunks = (n + per_chunk - 1) / per_chunk;
-    int finished = 0;
     #pragma omp parallel for schedule(dynamic) num_threads(vec->num_threads) reduction(+ : finished)
     for (int c = 0; c < chunks; c++) {
         int last = (c + 1) * per_chunk < n ? (c + 1) * per_chunk : n;
         finished += vec_step_range(vec, c * per_chunk, last);
     }
+    vec->steps++;
     return finished;
 }
 
@@ -237,19 +258,22 @@ static float vec_log(VecEnv* vec, Log* out, float* return_sum, float* length_sum
     return episodes;
 }
 
-// Bytes of the envs' saved state (their structs and episode sums), or -1 for a VEC_NO_SAVE game.
+// Bytes of the envs' saved state (their structs, episode sums and the step count), or -1 for a
+// VEC_NO_SAVE game.
 static long vec_state_bytes(VecEnv* vec) {
 #ifdef VEC_NO_SAVE
     (void)vec;
     return -1;
 #else
-    return (long)vec->num_envs * (long)(sizeof(Env) + sizeof(Episode));
+    return (long)vec->num_envs * (long)(sizeof(Env) + sizeof(Episode)) + (long)sizeof(vec->steps);
 #endif
 }
 
 static void vec_save_state(VecEnv* vec, char* out) {
-    memcpy(out, vec->envs, (size_t)vec->num_envs * sizeof(Env));
-    memcpy(out + (size_t)vec->num_envs * sizeof(Env), vec->episodes, (size_t)vec->num_envs * sizeof(Episode));
+    size_t envs = (size_t)vec->num_envs * sizeof(Env), episodes = (size_t)vec->num_envs * sizeof(Episode);
+    memcpy(out, vec->envs, envs);
+    memcpy(out + envs, vec->episodes, episodes);
+    memcpy(out + envs + episodes, &vec->steps, sizeof(vec->steps));
 }
 
 // Restores vec_save_state's bytes; every env keeps the buffers this process bound it to.
@@ -268,5 +292,7 @@ static void vec_load_state(VecEnv* vec, const char* in) {
         env->terminals = terminals;
         env->truncations = truncations;
     }
-    memcpy(vec->episodes, in + (size_t)vec->num_envs * sizeof(Env), (size_t)vec->num_envs * sizeof(Episode));
+    size_t envs = (size_t)vec->num_envs * sizeof(Env), episodes = (size_t)vec->num_envs * sizeof(Episode);
+    memcpy(vec->episodes, in + envs, episodes);
+    memcpy(&vec->steps, in + envs + episodes, sizeof(vec->steps));
 }

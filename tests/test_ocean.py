@@ -357,3 +357,22 @@ def test_same_seeds_give_the_pinned_trajectory(name):
 
 def test_every_c_env_but_craftax_has_a_pinned_trajectory():
     assert sorted(TRAJECTORY_HASHES) == [name for name in ocean.ENVS if "craftax" not in name]
+
+
+@pytest.mark.parametrize("name", ["puffer_squared", "puffer_multiagent", "puffer_memory"])
+def test_saved_state_continues_the_same_steps_and_episode_logs(name):
+    rng = np.random.default_rng(0)
+    space = ocean.make(name).single_action_space
+    env = ocean.make(name, num_envs=8, log_interval=10**9)
+    batches = [random_actions(space, env.num_agents, rng) for _ in range(120)]
+    env.reset(2)
+    for actions in batches[:60]:
+        env.step(actions)
+    state = env.get_state()
+    resumed = ocean.make(name, num_envs=8, log_interval=10**9)
+    resumed.set_state(state)
+    for actions in batches[60:]:
+        expected = [array.copy() for array in env.step(actions)[:4]]
+        for got, want in zip(resumed.step(actions)[:4], expected):
+            np.testing.assert_array_equal(got, want)
+    assert resumed.log() == env.log() is not None

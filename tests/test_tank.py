@@ -28,8 +28,10 @@ from conftest import ROOTFS, unavailable
 REPO = Path(__file__).resolve().parent.parent
 # Not the default prefix: a developer's real CUDA images keep their tags when the tests run.
 PREFIX = "puffertank-ci"
-COMPILE_STEP = "[compiled 2/2] RUN"
-SOURCE_COPY = "COPY --chown=puffer:puffer . ."
+# Stage 3's steps that the rebuild tests look at, as (build stage, text of the instruction).
+COMPILE_STEP = ("compiled", "python setup.py build_ext --inplace")
+DEPENDENCY_STEP = ("deps", "pip install --no-cache-dir -r /tmp/puffer-requirements.txt")
+SOURCE_STEP = ("stage-3", "COPY --chown=puffer:puffer . .")
 COPY_IGNORE = shutil.ignore_patterns(
     ".git",
     ".venv",
@@ -89,10 +91,15 @@ def build_steps(log):
     return stages
 
 
-def step(steps, prefix):
-    """The outcome of the one step whose name starts with PREFIX."""
-    found = [outcome for name, outcome in steps.items() if name.startswith(prefix)]
-    assert len(found) == 1, (prefix, steps)
+def step(steps, which):
+    """The outcome of the one step of WHICH's build stage whose instruction holds WHICH's text."""
+    stage, text = which
+    found = [
+        outcome
+        for name, outcome in steps.items()
+        if re.match(rf"\[{re.escape(stage)}\s+\d+/\d+\] ", name) and text in name
+    ]
+    assert len(found) == 1, (which, steps)
     return found[0]
 
 
@@ -219,8 +226,8 @@ def test_python_edit_rebuilds_without_compiling(built, checkout, docker_client):
     assert docker_client.images.get(f"{PREFIX}/envs:latest").id == envs_before
     puffer = stages["puffer"]
     assert step(puffer, COMPILE_STEP) == "CACHED"
-    assert step(puffer, "[deps 6/9] RUN") == "CACHED"  # the dependency install
-    assert step(puffer, f"[stage-3 6/6] {SOURCE_COPY}") == "DONE"
+    assert step(puffer, DEPENDENCY_STEP) == "CACHED"
+    assert step(puffer, SOURCE_STEP) == "DONE"
     assert "Cythonizing" not in log and "building 'ocean." not in log
     dangling_after = {image.id for image in docker_client.images.list(filters={"dangling": True})}
     assert dangling_after <= dangling_before, "the rebuild left an untagged image behind"
@@ -245,7 +252,7 @@ def test_c_edit_recompiles_only_its_env(built, checkout):
     seconds, log = rebuild(checkout, "ocean/squared/squared.h", f"\nenum {{ tank_edit_{uuid.uuid4().hex} = 1 }};\n")
     print(f"rebuild after a C edit: {seconds:.1f} s")
     puffer = build_steps(log)["puffer"]
-    assert step(puffer, "[deps 6/9] RUN") == "CACHED"
+    assert step(puffer, DEPENDENCY_STEP) == "CACHED"
     assert step(puffer, COMPILE_STEP) == "DONE"
     compiled = re.findall(r"ccache: (\d+) C compiles from the cache, (\d+) compiled", log)
     envs = len(list(checkout.glob("ocean/*/binding.pyx")))

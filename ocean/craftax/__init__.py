@@ -10,7 +10,9 @@ import gymnasium
 import numpy as np
 
 from ocean.craftax import binding
+from ocean.craftax.textures import load_atlas
 from ocean.env import OceanEnv, check_int
+from pufferlib.exceptions import APIUsageError, ParameterError
 
 OBS_SIZE = binding.LAYOUT["obs_size"]
 COMPACT_OBS_BYTES = binding.LAYOUT["compact_obs_bytes"]
@@ -18,6 +20,14 @@ NUM_ACTIONS = binding.LAYOUT["actions"]
 
 
 _last_pool = {}
+
+RENDER_MODES = ("ansi", "rgb_array")
+
+
+def check_render_mode(env_name, render_mode):
+    if render_mode not in RENDER_MODES:
+        raise ParameterError(f"{env_name}: render_mode must be one of {', '.join(RENDER_MODES)}, got {render_mode!r}")
+    return render_mode
 
 
 def reset_pool(size, seed, num_threads):
@@ -41,13 +51,24 @@ class Craftax(OceanEnv):
 
     ``reset_pool_size`` > 0 pre-generates that many worlds (from ``reset_pool_seed``) and resets
     by copying one (world generation costs ~5.5 ms); 0 generates every world, as the reference.
+
+    ``render_mode`` "ansi" (default): ``render(i)`` is text. "rgb_array": ``render(i)`` is the
+    reference's pixel frame of env i, (height, width, 3) uint8, with cells of
+    ``render_block_size`` pixels, drawn with the textures of the installed ``craftax`` package or
+    of the folder ``textures`` names. Frames are drawn only when asked for.
     """
 
     name = "puffer_craftax"
     binding = binding
     compact = False
 
-    def __init__(self, num_envs=1, reset_pool_size=0, reset_pool_seed=0, num_threads=1, **kwargs):
+    def __init__(self, num_envs=1, reset_pool_size=0, reset_pool_seed=0, num_threads=1, render_mode="ansi",
+                 render_block_size=16, textures="auto", **kwargs):
+        self.render_mode = check_render_mode(self.name, render_mode)
+        self.render_block_size = check_int(self.name, "render_block_size", render_block_size, binding.MIN_BLOCK_PIXELS, 256)
+        # Read before any world is generated: a missing texture folder fails at once.
+        self._atlas = (load_atlas(self.render_block_size, None if textures in (None, "auto") else textures)
+                       if self.render_mode == "rgb_array" else None)
         reset_pool_size = check_int(self.name, "reset_pool_size", reset_pool_size, 0, 1 << 16)
         reset_pool_seed = check_int(self.name, "reset_pool_seed", reset_pool_seed, 0, 2**31 - 1)
         threads = check_int(self.name, "num_threads", num_threads, 1)
@@ -66,6 +87,23 @@ class Craftax(OceanEnv):
         index = check_int(self.name, "state index", index, 0, self.num_envs - 1)
         states = self._states.states.reshape(self.num_envs, binding.STATE_BYTES)
         return binding.state_fields(states[index].copy())
+
+    def render(self, index=0):
+        """Env ``index``'s frame: ANSI text, or with ``render_mode="rgb_array"`` its pixels,
+        (height, width, 3) uint8."""
+        if self.render_mode != "rgb_array":
+            return super().render(index)
+        if not self.started:
+            raise APIUsageError(f"{self.name}: render() after close(); build a new env" if self.closed
+                                else f"{self.name}: call reset() before render(): there is no game to show yet")
+        index = check_int(self.name, "render index", index, 0, self.num_envs - 1)
+        states = self._states.states.reshape(self.num_envs, binding.STATE_BYTES)
+        return binding.render_frame(states[index], self._atlas, self.render_block_size)
+
+    def final_frame(self, index=0):
+        """The text of env ``index``'s last frame of its latest finished episode; None with
+        ``render_mode="rgb_array"``, whose frames are drawn from the live state alone."""
+        return super().final_frame(index) if self.render_mode != "rgb_array" else None
 
     @classmethod
     def memory_per_env(cls, compact=None):

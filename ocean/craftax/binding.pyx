@@ -387,3 +387,77 @@ def render_state(cnp.ndarray[cnp.uint8_t, ndim=1] state, int action):
     cdef bytearray text = bytearray(RENDER_CAPACITY)
     cdef int length = c_render(&env, <char*>text, RENDER_CAPACITY)
     return text[:length].decode()
+
+
+# Pixel frames (render_pixels.h): the reference's render_craftax_pixels, drawn from a texture
+# atlas that ocean/craftax/textures.py reads from the reference's PNGs.
+
+cdef extern from "render_pixels.h":
+    ctypedef struct RenderTextures:
+        int block
+        const uint8_t* atlas
+    int RENDER_TEXTURE_COUNT
+    const char* RENDER_TEXTURE_FILES[]
+    int render_texture_size(int slot, int block)
+    long render_texture_offset(int slot, int block)
+    int render_height(int block)
+    int render_width(int block)
+    void c_render_pixels "render_pixels"(const GameState* s, const RenderTextures* t, float* frame) nogil
+    void c_render_frame "render_frame"(const GameState* s, const RenderTextures* t, float* scratch, uint8_t* frame) nogil
+
+# The smallest cell that still has room for the inventory's digits (int(0.4 x block) pixels).
+MIN_BLOCK_PIXELS = 3
+
+
+def texture_layout(int block):
+    """(file name or None for a plain colour, byte offset, side in pixels) of each atlas slot."""
+    return [(None if RENDER_TEXTURE_FILES[k] == NULL else RENDER_TEXTURE_FILES[k].decode(),
+             render_texture_offset(k, block), render_texture_size(k, block)) for k in range(RENDER_TEXTURE_COUNT)]
+
+
+def atlas_bytes(int block):
+    return render_texture_offset(RENDER_TEXTURE_COUNT, block)
+
+
+def frame_shape(int block):
+    """(height, width, 3) of a frame drawn with cells of `block` pixels."""
+    return (render_height(block), render_width(block), 3)
+
+
+cdef RenderTextures render_textures(cnp.ndarray[cnp.uint8_t, ndim=1] atlas, int block) except *:
+    if block < MIN_BLOCK_PIXELS:
+        raise ValueError(f"block must be at least {MIN_BLOCK_PIXELS} pixels, got {block}")
+    if atlas.shape[0] != atlas_bytes(block):
+        raise ValueError(f"a texture atlas for {block}-pixel cells is {atlas_bytes(block)} bytes, got {atlas.shape[0]}: "
+                         "build it with ocean.craftax.textures.load_atlas(block)")
+    cdef RenderTextures t
+    t.block = block
+    t.atlas = &atlas[0]
+    return t
+
+
+cdef const GameState* state_pointer(cnp.ndarray[cnp.uint8_t, ndim=1] state) except NULL:
+    if state.shape[0] != sizeof(GameState):
+        raise ValueError(f"a game state is {sizeof(GameState)} bytes, got {state.shape[0]}")
+    return <const GameState*>&state[0]
+
+
+def render_pixels(state, atlas, int block):
+    """The frame of a game state (STATE_BYTES uint8 bytes) as the reference's float32 values."""
+    cdef RenderTextures t = render_textures(np.ascontiguousarray(atlas, dtype=np.uint8), block)
+    cdef const GameState* s = state_pointer(np.ascontiguousarray(state, dtype=np.uint8))
+    cdef cnp.ndarray[cnp.float32_t, ndim=3] frame = np.empty(frame_shape(block), dtype=np.float32)
+    with nogil:
+        c_render_pixels(s, &t, &frame[0, 0, 0])
+    return frame
+
+
+def render_frame(state, atlas, int block):
+    """The frame of a game state as (height, width, 3) uint8 RGB: the reference's values truncated."""
+    cdef RenderTextures t = render_textures(np.ascontiguousarray(atlas, dtype=np.uint8), block)
+    cdef const GameState* s = state_pointer(np.ascontiguousarray(state, dtype=np.uint8))
+    cdef cnp.ndarray[cnp.float32_t, ndim=3] scratch = np.empty(frame_shape(block), dtype=np.float32)
+    cdef cnp.ndarray[cnp.uint8_t, ndim=3] frame = np.empty(frame_shape(block), dtype=np.uint8)
+    with nogil:
+        c_render_frame(s, &t, &scratch[0, 0, 0], &frame[0, 0, 0])
+    return frame

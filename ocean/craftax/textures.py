@@ -1,0 +1,69 @@
+"""The textures of Craftax's pixel frames: the reference's own PNGs, read at run time from the
+installed ``craftax`` package (or a folder of the same files that the user names), decoded and
+resized as the reference's ``load_texture`` does, and packed into the atlas that
+``render_pixels.h`` draws from. Nothing is fetched and no texture ships with this project.
+"""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+
+from ocean.craftax import binding
+
+# Block sizes the reference draws: its agent's pixel observation (10), its image size (16) and
+# its human view (64). Any size from 5 up draws; these are the ones compared with it.
+REFERENCE_BLOCK_SIZES = (10, 16, 64)
+
+
+def installed_assets():
+    """The texture folder of the installed ``craftax`` package, found without importing it (that
+    would import JAX)."""
+    spec = importlib.util.find_spec("craftax")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(
+            "Craftax's pixel frames draw the textures of the JAX package craftax, which is not installed: "
+            "pip install craftax, or pass textures=<folder> naming a folder that holds its assets/*.png"
+        )
+    return Path(list(spec.submodule_search_locations)[0]) / "craftax" / "assets"
+
+
+def read_texture(path, size):
+    """load_texture(filename, size) of craftax/craftax/constants.py: RGBA with alpha 1 where the
+    pixel is fully opaque (else 0), resized from 16 x 16 by nearest neighbour."""
+    import imageio.v3 as iio
+    from PIL import Image
+
+    rgba = np.asarray(iio.imread(path, mode="RGBA")).astype(np.int64)
+    if rgba.shape != (16, 16, 4):
+        raise ValueError(f"{path}: a Craftax texture is 16 x 16 RGBA, got shape {rgba.shape}")
+    rgba[:, :, 3] //= 255
+    image = rgba.astype(np.uint8)
+    if size != 16:
+        image = np.asarray(Image.fromarray(image).resize((size, size), resample=Image.NEAREST))
+    return image
+
+
+def load_atlas(block_size, assets=None):
+    """Every texture the renderer draws at ``block_size`` pixels a cell, as one uint8 atlas;
+    ``assets`` is a folder of the reference's PNGs (default: the installed package's)."""
+    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < binding.MIN_BLOCK_PIXELS:
+        raise ValueError(f"block_size must be an integer >= {binding.MIN_BLOCK_PIXELS} (pixels a cell), got {block_size!r}")
+    folder = Path(assets) if assets is not None else installed_assets()
+    if not folder.is_dir():
+        raise FileNotFoundError(f"textures={folder}: no such folder; name the folder that holds Craftax's assets/*.png")
+    layout = binding.texture_layout(block_size)
+    atlas = np.zeros(binding.atlas_bytes(block_size), np.uint8)
+    missing = [name for name, _, _ in layout if name is not None and not (folder / name).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{folder} lacks {len(missing)} of Craftax's textures ({', '.join(missing[:4])}, ...): "
+                                "name the craftax package's assets folder")
+    decoded = {}
+    for name, offset, size in layout:
+        if name is None:
+            continue
+        if (name, size) not in decoded:
+            decoded[name, size] = read_texture(folder / name, size)
+        atlas[offset:offset + size * size * 4] = decoded[name, size].ravel()
+    atlas.flags.writeable = False
+    return atlas

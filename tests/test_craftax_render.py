@@ -1,0 +1,349 @@
+"""Craftax's pixel frames (ocean/craftax/render_pixels.h) against the reference's jitted
+render_craftax_pixels, bit for bit, over game states chosen to show every part of a frame: the
+surface by day and by night, every dungeon floor's darkness, each mob and projectile kind in every
+direction, the inventory's icons, counts and enchantments, the status bars, sleep, the boss, the
+ladders and the map's edge. Tests marked ``reference`` need jax and craftax; the others need only
+craftax's textures.
+"""
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import unavailable
+
+from pufferlib.exceptions import APIUsageError, ParameterError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+binding = pytest.importorskip("ocean.craftax.binding", reason="build the extensions first: python setup.py build_ext --inplace")
+craftax_env = pytest.importorskip("ocean.craftax")
+textures = pytest.importorskip("ocean.craftax.textures")
+
+
+def require_textures():
+    try:
+        return textures.installed_assets()
+    except FileNotFoundError as error:
+        unavailable(str(error))
+
+
+@pytest.fixture(scope="module")
+def atlases():
+    require_textures()
+    return {block: textures.load_atlas(block) for block in textures.REFERENCE_BLOCK_SIZES}
+
+
+def world(seed):
+    return binding.World(binding.split(np.array([0, seed], np.uint32), 2)[1])
+
+
+def step_randomly(w, steps, seed):
+    rng = np.random.default_rng(seed)
+    for step in range(steps):
+        w.step(binding.split(np.array([1, seed * 100_000 + step], np.uint32), 2)[0], int(rng.integers(0, 43)))
+    return w
+
+
+# Scenario states: a generated world with fields rewritten. Floors are 48 x 48; the view is 9 x 11.
+
+def go_to_floor(w, level):
+    """The player on floor ``level``, standing where it arrives (the up ladder; on the surface its
+    start), with the light of a dark floor as generated."""
+    ladders = w.field("up_ladders").reshape(9, 2)
+    if level:
+        w.set_field("player_position", ladders[level])
+    w.set_field("player_level", [level])
+    return w
+
+
+def place(w, kind, slot, offset, type_id, direction=None):
+    """Mob or projectile ``slot`` of ``kind`` (melee_mobs, ..., player_projectiles) alive at
+    ``offset`` cells from the player, on the player's floor."""
+    level = int(w.field("player_level")[0])
+    here = w.field("player_position").astype(np.int32)
+    fields = {name: w.field(f"{kind}.{name}") for name in ("position", "mask", "type_id")}
+    slots = fields["mask"].size // 9
+    fields["position"].reshape(9, slots, 2)[level, slot] = here + np.asarray(offset)
+    fields["mask"].reshape(9, slots)[level, slot] = 1
+    fields["type_id"].reshape(9, slots)[level, slot] = type_id
+    for name, values in fields.items():
+        w.set_field(f"{kind}.{name}", values)
+    if direction is not None:
+        name = "mob_projectile_directions" if kind == "mob_projectiles" else "player_projectile_directions"
+        directions = w.field(name).reshape(9, -1, 2)
+        directions[level, slot] = direction
+        w.set_field(name, directions)
+
+
+def light_everything(w):
+    w.set_field("light_map", np.ones(9 * 48 * 48, np.float32))
+
+
+def set_fields(w, **fields):
+    for name, value in fields.items():
+        w.set_field(name.replace("__", "."), np.atleast_1d(value))
+    return w
+
+
+def rich_inventory(w):
+    return set_fields(
+        w, inventory__wood=12, inventory__stone=99, inventory__coal=7, inventory__iron=10, inventory__diamond=3,
+        inventory__sapphire=1, inventory__ruby=140, inventory__sapling=5, inventory__torches=20, inventory__arrows=31,
+        inventory__books=2, inventory__pickaxe=4, inventory__sword=3, inventory__bow=1,
+        inventory__armour=[1, 2, 2, 1], inventory__potions=[1, 0, 10, 3, 99, 5], learned_spells=[1, 1],
+        sword_enchantment=1, bow_enchantment=2, armour_enchantments=[1, 2, 0, 2],
+        player_xp=12, player_dexterity=3, player_strength=5, player_intelligence=2,
+        player_health=7.75, player_food=0, player_drink=10, player_energy=4, player_mana=15,
+    )
+
+
+def scenarios():
+    """(name, state bytes) of each scenario."""
+    states = []
+
+    def keep(name, w):
+        states.append((name, w._bytes().copy()))
+
+    keep("surface at the start", world(0))
+    for steps, seed in ((120, 1), (190, 2), (260, 3), (300, 4)):
+        keep(f"surface after {steps} random steps (light level varies through the day)", step_randomly(world(seed), steps, seed))
+    w = world(5)
+    keep("night, darkest", set_fields(w, light_level=0.02, timestep=180))
+    keep("night, dusk", set_fields(world(6), light_level=0.4))
+    keep("night while asleep", set_fields(world(7), light_level=0.1, is_sleeping=1))
+    keep("asleep by day", set_fields(world(8), is_sleeping=1, light_level=1.0))
+    for direction in (1, 2, 3, 4):
+        keep(f"facing {direction}", set_fields(world(9), player_direction=direction))
+    for level in range(1, 9):
+        keep(f"floor {level} in its darkness", go_to_floor(world(10 + level), level))
+    w = go_to_floor(world(20), 3)
+    set_fields(w, monsters_killed=np.full(9, 8))
+    light_everything(w)
+    keep("a cleared floor's open ladder, all lit", w)
+    for corner, position in (("top left", [0, 0]), ("bottom right", [47, 47]), ("left edge", [20, 2])):
+        keep(f"the map's edge, {corner}", set_fields(world(21), player_position=position))
+    for type_id in range(8):
+        w = world(30 + type_id)
+        light_everything(w)
+        place(w, "melee_mobs", 0, (-1, 0), type_id)
+        place(w, "ranged_mobs", 0, (2, -3), type_id)
+        place(w, "passive_mobs", 0, (0, 4), type_id % 3)
+        place(w, "mob_projectiles", 0, (-3, -5), type_id, direction=[[-1, 0], [1, 0], [0, -1], [0, 1]][type_id % 4])
+        place(w, "player_projectiles", 1, (4, 5), 7 - type_id, direction=[[0, 1], [0, -1], [1, 0], [-1, 0]][type_id % 4])
+        place(w, "melee_mobs", 1, (9, 0), type_id)  # out of view: not drawn
+        keep(f"mobs and projectiles of type {type_id}", w)
+    w = go_to_floor(world(40), 8)
+    light_everything(w)
+    fields = w.field("map").reshape(9, 48, 48)
+    row, col = w.field("player_position")
+    fields[8, row - 1, col] = 32  # the necromancer, vulnerable: no mobs and no boss countdown
+    w.set_field("map", fields)
+    for kind, slots in (("melee_mobs", 3), ("ranged_mobs", 2)):
+        w.set_field(f"{kind}.mask", np.zeros(9 * slots, np.uint8))
+    keep("the necromancer, vulnerable", set_fields(w, boss_timesteps_to_spawn_this_round=0))
+    keep("the necromancer, shielded", set_fields(w, boss_timesteps_to_spawn_this_round=3))
+    keep("a full inventory", rich_inventory(world(50)))
+    keep("a full inventory at night, asleep", set_fields(rich_inventory(world(51)), light_level=0.05, is_sleeping=1))
+    keep("an arrowless bow keeps its enchantment off the arrows", set_fields(rich_inventory(world(52)), inventory__arrows=0))
+    keep("below one health shows 1", set_fields(world(53), player_health=0.4, player_xp=0, player_level=0))
+    return states
+
+
+SCENARIOS = scenarios() if binding is not None else []
+
+
+# The renderer compiles for the device from the same source (CRAFTAX_FN functions).
+
+RENDER_KERNEL = """#include "render_pixels.h"
+__global__ void render_kernel(const GameState* states, const uint8_t* atlas, int block, float* scratch, uint8_t* frames) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    RenderTextures t = {block, atlas};
+    long values = (long)render_height(block) * render_width(block) * 3;
+    render_frame(&states[i], &t, scratch + i * values, frames + i * values);
+}
+"""
+
+
+def compile_source(command, source, tmp_path):
+    result = subprocess.run([*command, f"-I{ROOT / 'ocean' / 'craftax'}", "-c", str(source), "-o", str(tmp_path / "render.o")],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_renderer_compiles_as_cpp(tmp_path):
+    """nvcc compiles the headers as C++: check that much with the host's g++."""
+    compiler = shutil.which("g++")
+    if compiler is None:
+        pytest.skip("g++ not installed")
+    source = tmp_path / "render.cpp"
+    source.write_text(RENDER_KERNEL.replace("__global__ ", "").replace("blockIdx.x * blockDim.x + threadIdx.x", "0"))
+    compile_source([compiler, "-std=c++17", "-Wall", "-Wextra", "-Werror", "-D_Static_assert=static_assert"], source, tmp_path)
+
+
+@pytest.mark.slow
+def test_renderer_compiles_with_nvcc(tmp_path):
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc not installed")
+    source = tmp_path / "render.cu"
+    source.write_text(RENDER_KERNEL)
+    compile_source([nvcc, "-x", "cu", "--fmad=false", "-Werror", "all-warnings"], source, tmp_path)
+
+
+# Without the reference: the env surface and its checks.
+
+def test_rgb_array_env_renders_frames_of_the_reference_layout(atlases):
+    env = craftax_env.Craftax(num_envs=2, render_mode="rgb_array", render_block_size=10)
+    with pytest.raises(APIUsageError, match="reset"):
+        env.render()
+    env.reset(3)
+    frame = env.render(1)
+    assert frame.shape == (130, 110, 3) and frame.dtype == np.uint8
+    states = env._states.states.reshape(2, binding.STATE_BYTES)
+    assert np.array_equal(frame, binding.render_frame(states[1], atlases[10], 10))
+    assert not np.array_equal(frame, env.render(0))
+    assert env.final_frame(0) is None
+    env.close()
+
+
+def test_frames_are_the_float_frame_truncated_and_sleep_halves_the_view(atlases):
+    state = SCENARIOS[0][1].copy()
+    pixels = binding.render_pixels(state, atlases[16], 16)
+    assert pixels.shape == (208, 176, 3)
+    assert np.array_equal(binding.render_frame(state, atlases[16], 16), pixels.astype(np.uint8))
+    fields = binding.state_fields(state)
+    fields["light_level"][:] = 1.0
+    awake = binding.render_pixels(state, atlases[16], 16)
+    fields["is_sleeping"][:] = 1
+    asleep = binding.render_pixels(state, atlases[16], 16)
+    # Asleep, the view is half as bright and the player lies down; the inventory is as it was.
+    view = np.zeros((208, 176), bool)
+    view[:9 * 16] = True
+    view[4 * 16:5 * 16, 5 * 16:6 * 16] = False
+    assert np.array_equal(asleep[view], awake[view] * 0.5)
+    assert np.array_equal(asleep[9 * 16:], awake[9 * 16:])
+    assert not np.array_equal(asleep[4 * 16:5 * 16, 5 * 16:6 * 16], awake[4 * 16:5 * 16, 5 * 16:6 * 16] * 0.5)
+
+
+def test_rendering_leaves_the_game_as_it_was(atlases):
+    """Frames are read from the state: drawing them changes no observation, reward or flag."""
+    runs = []
+    for render_mode in ("ansi", "rgb_array"):
+        env = craftax_env.Craftax(num_envs=4, render_mode=render_mode, render_block_size=10, reset_pool_size=4)
+        obs, _ = env.reset(7)
+        rng = np.random.default_rng(0)
+        trace = [obs.copy()]
+        for _ in range(50):
+            obs, rewards, terminals, truncations, _ = env.step(rng.integers(0, 43, 4).astype(np.int32))
+            env.render(0)
+            trace += [obs.copy(), rewards.copy(), terminals.copy(), truncations.copy()]
+        runs.append(trace)
+        env.close()
+    assert all(np.array_equal(a, b) for a, b in zip(*runs))
+
+
+def test_bad_render_options_are_clear_errors(tmp_path, atlases):
+    with pytest.raises(ParameterError, match="render_mode must be one of ansi, rgb_array"):
+        craftax_env.Craftax(render_mode="human")
+    with pytest.raises(ParameterError, match="render_block_size must be between"):
+        craftax_env.Craftax(render_mode="rgb_array", render_block_size=2)
+    with pytest.raises(FileNotFoundError, match="no such folder"):
+        craftax_env.Craftax(render_mode="rgb_array", textures=tmp_path / "missing")
+    (tmp_path / "grass.png").write_bytes((require_textures() / "grass.png").read_bytes())
+    with pytest.raises(FileNotFoundError, match="lacks .* of Craftax's textures"):
+        craftax_env.Craftax(render_mode="rgb_array", textures=tmp_path)
+    with pytest.raises(ValueError, match="atlas for 10-pixel cells is"):
+        binding.render_frame(SCENARIOS[0][1], atlases[16], 10)
+    with pytest.raises(ValueError, match="a game state is"):
+        binding.render_frame(SCENARIOS[0][1][:-1], atlases[10], 10)
+
+
+def test_a_named_texture_folder_draws_its_own_textures(tmp_path, atlases):
+    assets = require_textures()
+    for png in assets.glob("*.png"):
+        (tmp_path / png.name).write_bytes(png.read_bytes())
+    assert np.array_equal(textures.load_atlas(10, tmp_path), atlases[10])
+    # Grass drawn in another colour shows in the frame.
+    from PIL import Image
+
+    Image.new("RGBA", (16, 16), (255, 0, 255, 255)).save(tmp_path / "grass.png")
+    env = craftax_env.Craftax(render_mode="rgb_array", render_block_size=10, textures=str(tmp_path))
+    env.reset(0)
+    frame = env.render().astype(int)
+    env.close()
+    # At least one grass cell of 10 x 10 pixels in view, magenta in the morning light.
+    assert ((frame[:, :, 0] > 200) & (frame[:, :, 1] < 20) & (frame[:, :, 2] > 200)).sum() >= 100
+
+
+# Against the reference. Its own texture loader takes over a minute for 64-pixel cells (it
+# computes the night's texture one pixel at a time), so 64 is compared only by hand.
+COMPARED_BLOCK_SIZES = (10, 16)
+
+@pytest.fixture(scope="module")
+def reference():
+    """The reference's jitted render_craftax_pixels for each block size, and the conversion of a
+    C state into its EnvState."""
+    try:
+        import jax
+        import jax.numpy as jnp
+        from craftax.craftax import constants, renderer
+    except ImportError as error:
+        unavailable(f"craftax/jax reference not installed ({error}); pip install -r requirements-craftax.txt")
+    from ocean.craftax import parity
+
+    env, _ = parity.reference_env()
+    # The EnvState's structure, shapes and dtypes, without compiling world generation.
+    template = jax.eval_shape(env.reset, jax.random.PRNGKey(0))[1]
+    renderers = {}
+    original = renderer.load_all_textures
+    try:
+        for block in COMPARED_BLOCK_SIZES:
+            # The reference would process every size and write a cache into its package folder.
+            loaded = {block: constants.load_all_textures_given_size(block)}
+            renderer.load_all_textures = lambda loaded=loaded: loaded
+            renderers[block] = jax.jit(renderer.make_craftax_pixel_renderer(block))
+    finally:
+        renderer.load_all_textures = original
+
+    def as_array(value, like):
+        return jnp.asarray(np.asarray(value).reshape(like.shape).astype(like.dtype))
+
+    def env_state(state):
+        fields = binding.state_fields(state)
+        replaced = {}
+        for name, value in vars(template).items():
+            if name == "fractal_noise_angles":
+                continue
+            if hasattr(value, "__dataclass_fields__"):
+                replaced[name] = value.replace(**{sub: as_array(fields[f"{name}.{sub}"], subvalue)
+                                                  for sub, subvalue in vars(value).items()})
+            else:
+                replaced[name] = as_array(fields[name], value)
+        return template.replace(**replaced)
+
+    def render(state, block):
+        return np.asarray(renderers[block](env_state(state)))
+
+    return render
+
+
+def bitwise(mine, reference):
+    return mine.dtype == np.float32 and np.array_equal(mine.view(np.uint32), reference.astype(np.float32).view(np.uint32))
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("name,state", SCENARIOS, ids=[name for name, _ in SCENARIOS])
+def test_frames_equal_the_reference_bit_for_bit(reference, atlases, name, state):
+    ref = reference(state, 10)
+    mine = binding.render_pixels(state, atlases[10], 10)
+    assert bitwise(mine, ref), f"{name}: {np.count_nonzero(mine != ref)} values differ"
+    assert np.array_equal(binding.render_frame(state, atlases[10], 10), ref.astype(np.uint8))
+
+
+@pytest.mark.reference
+def test_sixteen_pixel_cells_equal_the_reference(reference, atlases):
+    for name, state in SCENARIOS[::3]:
+        assert bitwise(binding.render_pixels(state, atlases[16], 16), reference(state, 16)), name

@@ -10,9 +10,9 @@
 #
 # usage: sudo setup/setup.sh [options]; setup/setup.sh --help lists the options.
 #
-# Tunables (environment): PUFFERTANK_DOWNLOAD_TIMEOUT, the seconds a download may take before it
-# counts as failed (default 60), so that a network that drops packets fails a step instead of
-# stalling it.
+# Tunables (environment): PUFFERTANK_DOWNLOAD_TIMEOUT, the seconds a download (or a stalled apt
+# connection) may take before it counts as failed (default 60), so that a network that drops
+# packets fails a step instead of stalling it.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -154,10 +154,12 @@ act() {
   fi
   changed
 }
+# apt gives up on a connection that stalls as long as a download here may take.
+apt_timeouts=(-o "Acquire::http::Timeout=$download_timeout" -o "Acquire::https::Timeout=$download_timeout")
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'; }
 apt_update() {
   [ "$apt_fresh" = 1 ] && return 0
-  act apt-get update -q
+  act apt-get update -q "${apt_timeouts[@]}"
   apt_fresh=1
 }
 ensure_packages() {
@@ -168,7 +170,7 @@ ensure_packages() {
     return 0
   fi
   apt_update
-  act env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+  act env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${apt_timeouts[@]}" "${missing[@]}"
 }
 # Writes CONTENT to PATH (mode MODE) unless it already holds exactly that.
 ensure_file() {

@@ -175,7 +175,7 @@ def test_setup_runs_past_a_stalled_download_then_changes_nothing(docker_client, 
         'su - puffer -c \'SSH_CONNECTION="10.0.0.1 1 10.0.0.2 22" script -qec "bash --login -i -c true" /dev/null\'\n'
         "su - puffer -c 'touch ~/.puffertank-host; SSH_CONNECTION=x script -qec \"bash --login -i -c true\" /dev/null'\n",
         unreachable=["pkgs.tailscale.com"],
-        environment={"PUFFERTANK_DOWNLOAD_TIMEOUT": "5"},
+        environment={"PUFFERTANK_DOWNLOAD_TIMEOUT": "10"},
     )
     assert status == 0, output
     first, rest = output.split("=== second run", 1)

@@ -2,6 +2,7 @@
 scoring script share, agent 0's episodes followed for the viewer, and the eval command's playback
 (ANSI text on a terminal, episode ends in a log, RGB frames to a GIF or MP4)."""
 
+import inspect
 import re
 import sys
 import time
@@ -11,7 +12,7 @@ import numpy as np
 import torch
 
 import pufferlib.models
-from pufferlib.assemble import make_policy, make_vecenv, resolve_device
+from pufferlib.assemble import env_family, make_policy, make_vecenv, resolve_device
 from pufferlib.checkpoint import CheckpointError, check_architecture, load_weights
 from pufferlib.config import ConfigError
 from pufferlib.environment import mean_infos
@@ -144,6 +145,19 @@ def stepping_env(env):
     return envs[0] if envs else None
 
 
+def request_pixels(env_name, config):
+    """Has the env draw RGB frames where it can: one whose creator takes a ``render_mode`` that
+    its config leaves unset is built with render_mode="rgb_array"."""
+    if "render_mode" in config["env"]:
+        return
+    try:
+        parameters = inspect.signature(env_family(config).env_creator(env_name)).parameters
+    except (TypeError, ValueError):
+        return
+    if "render_mode" in parameters:
+        config["env"]["render_mode"] = "rgb_array"
+
+
 def evaluate(env_name, config, checkpoint):
     """`puffer eval`: a trained policy plays one env and agent 0's episodes are shown. ``config``
     is normally the run's own (from the checkpoint) with the command's flags applied. Returns the
@@ -154,6 +168,9 @@ def evaluate(env_name, config, checkpoint):
     device = resolve_device(config["train"]["device"])
     # A policy trained on an env's GPU version plays its CPU version: the same game, bit for bit.
     config["vec"]["device"] = "cpu"
+    # A video file named: frames in pixels from an env that can draw them.
+    if eval_config["output"] != "auto":
+        request_pixels(env_name, config)
     env = make_vecenv(env_name, config, num_envs=eval_config["num_envs"])
     policy = make_policy(env, config).to(device)
     check_architecture(checkpoint, policy, env)

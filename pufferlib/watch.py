@@ -33,7 +33,7 @@ from pufferlib.checkpoint import (
     run_dirs,
 )
 from pufferlib.config import ConfigError, apply_flags
-from pufferlib.player import EpisodeFollower, PolicyPlayer
+from pufferlib.player import EpisodeFollower, PolicyPlayer, request_pixels
 
 PAGE = Path(__file__).with_name("watch.html")
 METRICS_NAME = "metrics.jsonl"
@@ -257,6 +257,7 @@ def start(env_name, config, flags, load_model_path=None, host="127.0.0.1", port=
         raise ConfigError(f"--eval.fps {fps}: the page needs a positive frame rate (8 by default)")
     # One env on the CPU: the watched policy must not compete with a run training on the GPU.
     config["vec"]["device"] = "cpu"
+    request_pixels(env_name, config)
     env = make_vecenv(env_name, config, num_envs=config["eval"]["num_envs"])
     try:
         policy = make_policy(env, config)

@@ -6,17 +6,24 @@ ladders and the map's edge. Tests marked ``reference`` need jax and craftax; the
 craftax's textures.
 """
 
+import base64
 import shutil
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
+import test_watch
 from conftest import unavailable
+from test_watch import ARTIFACTS, get_json, wait_for, watch_config
 
+from pufferlib import watch
 from pufferlib.exceptions import APIUsageError, ParameterError
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# The watch page's headless Chromium, as its own tests start it.
+browser = test_watch.browser
 
 binding = pytest.importorskip("ocean.craftax.binding", reason="build the extensions first: python setup.py build_ext --inplace")
 craftax_env = pytest.importorskip("ocean.craftax")
@@ -347,3 +354,67 @@ def test_frames_equal_the_reference_bit_for_bit(reference, atlases, name, state)
 def test_sixteen_pixel_cells_equal_the_reference(reference, atlases):
     for name, state in SCENARIOS[::3]:
         assert bitwise(binding.render_pixels(state, atlases[16], 16), reference(state, 16)), name
+
+
+# Watching and recording a policy: puffer watch's page and puffer eval's video files.
+
+def health_icon(frame, block=16):
+    """The inventory's first cell, the health icon's square (which no count covers)."""
+    top, left = 9 * block + (block - int(0.8 * block)) // 2, (block - int(0.8 * block)) // 2
+    return frame[top:top + int(0.4 * block), left:left + int(0.4 * block)]
+
+
+def test_watch_serves_craftax_frames_in_pixels(tmp_path, atlases):
+    config = watch_config("puffer_craftax", tmp_path, "--eval.fps", "50", "--env.reset-pool-size", "2")
+    server, player = watch.start("puffer_craftax", config, [], port=0)
+    try:
+        frame = wait_for(lambda: get_json(server, "/frame") if get_json(server, "/frame")["index"] > 2 else None, 30, "frames")
+    finally:
+        watch.stop(server, player)
+    assert (frame["kind"], frame["height"], frame["width"], frame["error"]) == ("rgb", 208, 176, None)
+    rgb = np.frombuffer(base64.b64decode(frame["rgba"]), np.uint8).reshape(208, 176, 4)[:, :, :3]
+    state = binding.state_fields(SCENARIOS[0][1].copy())
+    expected = health_icon(binding.render_frame(SCENARIOS[0][1], atlases[16], 16))
+    assert state["player_health"][0] >= 1 and np.array_equal(health_icon(rgb), expected)
+
+
+def test_the_watch_page_paints_craftax_pixels(browser, tmp_path):
+    config = watch_config("puffer_craftax", tmp_path, "--eval.fps", "20", "--env.reset-pool-size", "2")
+    server, player = watch.start("puffer_craftax", config, [], port=0)
+    try:
+        browser.get(server.url)
+        canvas = browser.find_element("id", "env")
+        first = int(wait_for(lambda: int(canvas.get_attribute("data-index") or 0), 30, "a first frame"))
+        wait_for(lambda: int(canvas.get_attribute("data-index")) >= first + 5, 30, "frames to advance")
+        # The surface's grass: green pixels, and the inventory's heart: red ones.
+        counts = browser.execute_script(
+            "const c = document.getElementById('env'); const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
+            "let green = 0, red = 0; for (let i = 0; i < d.length; i += 4) {"
+            "if (d[i + 1] > 90 && d[i] < 90 && d[i + 2] < 90) green++; if (d[i] > 180 && d[i + 1] < 60) red++; }"
+            "return [green, red];")
+        assert counts[0] > 1000 and counts[1] > 10, counts
+        ARTIFACTS.mkdir(exist_ok=True)
+        assert browser.save_screenshot(str(ARTIFACTS / "watch_craftax.png"))
+    finally:
+        watch.stop(server, player)
+
+
+@pytest.mark.slow
+def test_eval_records_a_trained_craftax_policy_to_mp4_and_gif(tmp_path, capsys):
+    import imageio.v3 as iio
+
+    from pufferlib import cli
+
+    flags = ["--train.data-dir", str(tmp_path)]
+    assert cli.main(["train", "puffer_craftax", "--train.total-timesteps", "512", "--vec.num-envs", "8",
+                     "--env.reset-pool-size", "4", "--train.minibatch-size", "512", "--base.solve-episodes", "4",
+                     "--train.dashboard", "off", *flags]) == 0
+    for name in ("agent.mp4", "agent.gif"):
+        capsys.readouterr()
+        assert cli.main(["eval", "puffer_craftax", "--eval.output", str(tmp_path / name), "--eval.episodes", "1",
+                         "--eval.max-steps", "40", "--eval.fps", "8", *flags]) == 0
+        out = capsys.readouterr().out
+        assert f"to {tmp_path / name}" in out and "\x1b" not in out  # pixels, not text, are what was shown
+        frames = iio.imread(tmp_path / name)
+        assert frames.shape[1:3] == (208, 176) and len(frames) >= 2
+        assert len({frame.tobytes() for frame in frames}) >= 2  # the game moves

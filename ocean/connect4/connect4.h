@@ -112,8 +112,11 @@ static int c4_negamax(uint64_t own, uint64_t mask, int depth, int alpha, int bet
     return best;
 }
 
-// The searching player's column: every root move is searched with a full window so that ties
-// are exact, then one of the best is drawn with the env's rng. Depth 0 plays uniformly at random.
+// The searching player's column: one of the best root moves, drawn with the env's rng. Depth 0
+// plays uniformly at random. A root move needs an exact value only if it may tie the best so far,
+// so each is searched with the window (best - 1, infinity): a move worse than the best fails low
+// (its bound is below best, enough to drop it), and one that ties or beats it gets its exact
+// value. The same moves tie as under a full window, at a fraction of the nodes.
 static int c4_search_move(Connect4* env, uint64_t own, uint64_t mask) {
     int best_cols[C4_COLS];
     int count = 0;
@@ -124,7 +127,8 @@ static int c4_search_move(Connect4* env, uint64_t own, uint64_t mask) {
         if (env->depth > 0) {
             uint64_t move = c4_drop(mask, col);
             value = c4_four(own | move) ? C4_WIN_SCORE + env->depth
-                                        : -c4_negamax(own ^ mask, mask | move, env->depth - 1, -C4_WIN_SCORE * 2, C4_WIN_SCORE * 2);
+                                        : -c4_negamax(own ^ mask, mask | move, env->depth - 1, -C4_WIN_SCORE * 2,
+                                                      count ? 1 - best : C4_WIN_SCORE * 2);
         }
         if (value > best) {
             best = value;

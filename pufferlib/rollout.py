@@ -134,9 +134,9 @@ class Rollout:
         # What device_step steps, per run of agents: the env itself, or staged copies of a host
         # env's buffers (made at a batch's first step).
         self.step_envs = {(0, self.num_agents): vecenv} if self.env_on_device else {}
-        self.rollout_graphs = {}  # a host env's steps: {(first agent, end, first column?, memory read): graph}
+        self.step_graphs = {}  # a host env's steps: {(first agent, end, first column?, memory read): graph}
         self.segment_graphs = {}  # an env with device hooks: {memory read first: the graph of a segment}
-        self.rollout_warmups = collections.Counter()  # eager steps per run of agents
+        self.step_warmups = collections.Counter()  # eager steps per run of agents
         self.rollout_step = torch.zeros((), dtype=torch.int64, device=self.device)
         self.agent_rows = torch.arange(self.num_agents, device=self.device)
 
@@ -292,21 +292,21 @@ class Rollout:
         of the two has graphs of its own."""
         key = (agents.start, agents.stop)
         everyone = self.is_every_agent(agents)
-        if (*key, first_column, self.acting) in self.rollout_graphs:
-            self.rollout_graphs[(*key, first_column, self.acting)].replay()
+        if (*key, first_column, self.acting) in self.step_graphs:
+            self.step_graphs[(*key, first_column, self.acting)].replay()
         elif not self.graph_rollout:
             self.device_step(first_column, agents)
         else:
             with side_stream(self.device):
                 self.device_step(first_column, agents)
-            self.rollout_warmups[key] += 1
-            if self.rollout_warmups[key] == self.GRAPH_WARMUP:
+            self.step_warmups[key] += 1
+            if self.step_warmups[key] == self.GRAPH_WARMUP:
                 acting = self.acting
                 for memory in (acting, 1 - acting) if everyone else (acting,):
                     self.acting = memory
                     for first in (True, False):
                         step = functools.partial(self.device_step, first, agents)
-                        self.rollout_graphs[(*key, first, memory)] = capture_graph(step, self.generator)[0]
+                        self.step_graphs[(*key, first, memory)] = capture_graph(step, self.generator)[0]
                 self.acting = acting
         if everyone:
             self.acting = 1 - self.acting

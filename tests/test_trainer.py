@@ -453,7 +453,7 @@ def test_graphed_host_env_rollout_equals_the_eager_rollout(env_name, flags):
         batches = graphed.num_agents // graphed.vecenv.agents_per_batch
         # The first column of a segment and the others; a step of every agent has both for each
         # of the two memories it alternates between.
-        assert len(graphed.rollout.rollout_graphs) == (4 if batches == 1 else 2 * batches)
+        assert len(graphed.rollout.step_graphs) == (4 if batches == 1 else 2 * batches)
         for name in ("observations", "actions", "logprobs", "rewards", "dones", "truncations", "values"):
             assert torch.equal(getattr(graphed.buffer, name), getattr(eager.buffer, name)), name
         for mine, theirs in zip((*graphed.buffer.start_state, *graphed.state), (*eager.buffer.start_state, *eager.state)):

@@ -116,7 +116,7 @@ def test_whole_segment_graphs_give_the_step_by_step_batch(gpu_env_built, horizon
     for _ in range(3):  # the first batch warms up and captures the graphs, the next ones replay them
         graphed.collect()
         stepped.collect()
-        assert len(graphed.rollout.segment_graphs) == 1 + horizon % 2 and not graphed.rollout.rollout_graphs
+        assert len(graphed.rollout.segment_graphs) == 1 + horizon % 2 and not graphed.rollout.step_graphs
         for name in ("observations", "actions", "logprobs", "rewards", "dones", "truncations", "values"):
             assert torch.equal(getattr(graphed.buffer, name), getattr(stepped.buffer, name)), name
         for mine, theirs in zip((*graphed.buffer.start_state, *graphed.state), (*stepped.buffer.start_state, *stepped.state)):

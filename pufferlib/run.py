@@ -14,6 +14,8 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
+
 import pufferlib.models
 from pufferlib.assemble import make_policy, make_vecenv, resolve_device
 from pufferlib.checkpoint import (
@@ -66,6 +68,31 @@ class StopSignals:
     def __exit__(self, *exc):
         for signum, handler in self.previous.items():
             signal.signal(signum, handler)
+
+
+class CpuClock:
+    """CPU seconds spent since the clock was made by this process, every thread of it (the trainer,
+    torch's threads, a native env's threads), and by the vecenv's worker processes, which
+    ``time.process_time`` does not see while they run. Ray's workers are not this process's
+    children and are not counted."""
+
+    def __init__(self, vecenv):
+        # Multiprocessing keeps its workers in .processes; native and Serial step envs in this process.
+        self.workers = [psutil.Process(process.pid) for process in getattr(vecenv, "processes", ())]
+        self.start = self.total()
+
+    def total(self):
+        seconds = time.process_time()
+        for worker in self.workers:
+            try:
+                times = worker.cpu_times()
+            except psutil.Error:  # a worker that died: the vecenv stops the run with its error
+                continue
+            seconds += times.user + times.system
+        return seconds
+
+    def __call__(self):
+        return self.total() - self.start
 
 
 class TrainingRun:

@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 import optuna
-import psutil
 import sqlalchemy
 from optuna.trial import TrialState
 
@@ -48,7 +47,7 @@ from pufferlib.config import ConfigError, apply_flags
 from pufferlib.evaluate import RecentMean, SolveCheck
 from pufferlib.exceptions import did_you_mean
 from pufferlib.pufferl import NonFiniteError
-from pufferlib.run import TrainingRun, solve_target
+from pufferlib.run import CpuClock, TrainingRun, solve_target
 
 STUDY_FILE = "study.db"
 BEST_CONFIG = "best.ini"
@@ -255,31 +254,6 @@ class Progress(NamedTuple):
     seconds: float
     cpu_seconds: float
     score: float
-
-
-class CpuClock:
-    """CPU seconds spent since the clock was made by this process, every thread of it (the trainer,
-    torch's threads, a native env's threads), and by the vecenv's worker processes, which
-    ``time.process_time`` does not see while they run. Ray's workers are not this process's
-    children and are not counted."""
-
-    def __init__(self, vecenv):
-        # Multiprocessing keeps its workers in .processes; native and Serial step envs in this process.
-        self.workers = [psutil.Process(process.pid) for process in getattr(vecenv, "processes", ())]
-        self.start = self.total()
-
-    def total(self):
-        seconds = time.process_time()
-        for worker in self.workers:
-            try:
-                times = worker.cpu_times()
-            except psutil.Error:  # a worker that died: the vecenv stops the run with its error
-                continue
-            seconds += times.user + times.system
-        return seconds
-
-    def __call__(self):
-        return self.total() - self.start
 
 
 def train_trial(config, run_dir, settings, on_progress, params):

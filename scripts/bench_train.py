@@ -64,6 +64,7 @@ from pufferlib.distributed import make_world, torchrun_variables
 from pufferlib.evaluate import SolveCheck
 from pufferlib.exceptions import APIUsageError, ParameterError
 from pufferlib.models import describe
+from pufferlib.run import CpuClock
 
 CARTPOLE_TARGET = 475.0
 
@@ -322,7 +323,6 @@ def puffer_cartpole(seed, budget, overlay=None):
     config = apply_flags(config, ["--base.seed", str(seed)])
     vecenv = assemble.make_vecenv("CartPole-v1", config)
     trainer = pufferl.PuffeRL(config, vecenv, assemble.make_policy(vecenv, config))
-    from pufferlib.sweep import CpuClock  # the cost `puffer sweep` counts; only these races need the sweep extra
 
     cpu = CpuClock(vecenv)
     # The criterion SB3's runs below are held to: the mean return of the newest 100 training episodes.

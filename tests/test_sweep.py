@@ -27,6 +27,7 @@ from pufferlib import cli, sweep, vector
 from pufferlib.config import CONFIG_DIR, ConfigError, apply_config_file, apply_flags, load_config, read_ini
 from pufferlib.emulation import GymnasiumPufferEnv
 from pufferlib.evaluate import RecentMean
+from pufferlib.run import CpuClock
 
 # Tiny trials: a few epochs of 64 squared envs, scored over 20 episodes.
 TINY = [
@@ -287,7 +288,7 @@ def test_the_cpu_clock_counts_the_env_workers_processes():
                        num_envs=2, num_workers=2, spin=0)  # spin 0: this process blocks while the workers step
     try:
         envs.reset(seed=0)
-        clock, own_start = sweep.CpuClock(envs), time.process_time()
+        clock, own_start = CpuClock(envs), time.process_time()
         for _ in range(40):
             envs.step(np.zeros(2, np.int64))
         workers = clock() - (time.process_time() - own_start)

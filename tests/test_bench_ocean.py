@@ -29,3 +29,31 @@ def test_short_and_registered_names_measure_the_same_games():
         assert result.returncode == 0, result.stderr
         rows = [line.split()[0] for line in result.stdout.splitlines() if line.startswith("puffer_")]
         assert rows == ["puffer_pong", "puffer_connect4"], result.stdout
+
+
+def test_peer_without_its_build_names_the_build_script(tmp_path):
+    missing = tmp_path / "venv" / "bin" / "python"
+    command = [sys.executable, str(SCRIPT), "--envs", "none", "--counts", "16", "--seconds", "0.01", "--games", "none",
+               "--craftax-envs", "0", "--peer", "pufferlib3", "--peer-python", str(missing)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"--peer-python {missing} does not exist" in result.stderr
+    assert f"python scripts/build_pufferlib3.py --dir {tmp_path}" in result.stderr
+
+
+def test_bad_rounds_and_peer_games_are_usage_errors():
+    for flags, message in [(["--rounds", "0"], "--rounds must be at least 1, got 0"),
+                           (["--peer-games", "craftax"], "--peer-games: unknown env 'craftax'")]:
+        result = subprocess.run([sys.executable, str(SCRIPT), *flags], capture_output=True, text=True, timeout=120)
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+
+
+def test_build_refuses_an_sdist_that_is_not_pypis(tmp_path):
+    forged = tmp_path / "pufferlib-3.0.0.tar.gz"
+    forged.write_bytes(b"not the release")
+    build = SCRIPT.parent / "build_pufferlib3.py"
+    result = subprocess.run([sys.executable, str(build), "--dir", str(tmp_path / "scratch"), "--sdist", str(forged)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "not PyPI's pufferlib-3.0.0.tar.gz" in result.stderr and "--sdist" in result.stderr
+    assert not (tmp_path / "scratch" / "venv").exists()

@@ -22,7 +22,11 @@ import torch
 
 from pufferlib.buffer import Step, action_dtype
 from pufferlib.config import ConfigError
+from pufferlib.exceptions import APIUsageError
 from pufferlib.pytorch import capture_graph, clear_finished, sample_logits, sampling_noise, side_stream, torch_dtype
+
+# Consecutive batches without a live agent after which a rollout stops as one that cannot fill.
+EMPTY_BATCHES_LIMIT = 1000
 
 
 def policy_act(policy, obs, state, dones, noise, into=None):
@@ -199,7 +203,7 @@ class Rollout:
             return self.collect_on_device(stop)
         device, buffer = self.device, self.buffer
         buffer.begin()
-        infos, stored_steps = [], 0
+        infos, stored_steps, empty_batches = [], 0, 0
         while not buffer.full:
             if stop():
                 return None
@@ -212,6 +216,15 @@ class Rollout:
                 self.finished_once[env_ids[dones]] = True
             agents = buffer.run_of(env_ids)
             rows, cols, stored, first_row = buffer.place_step(env_ids, masks, agents)
+            # A live agent in every step is what lets a batch fill: an env (or a backend) that
+            # marks every agent as padding would keep this loop stepping forever.
+            empty_batches = 0 if masks.any() else empty_batches + 1
+            if empty_batches > EMPTY_BATCHES_LIMIT:
+                raise APIUsageError(
+                    f"{EMPTY_BATCHES_LIMIT} batches in a row held no live agent (every mask False), so the batch can "
+                    "never fill: the env or its vector backend marks every agent as padding, where masks must be "
+                    "True for live agents"
+                )
             if self.graph_rollout and first_row is not None and first_row % self.num_agents == agents.start:
                 # Agent i at row first_row - agents.start + i: the step device_step takes here.
                 step = first_row // self.num_agents * self.horizon + int(cols[0])

@@ -27,6 +27,7 @@ from pufferlib.checkpoint import CheckpointError, read_checkpoint, resolve_check
 from pufferlib.config import ConfigError, apply_flags, env_config_files, load_config
 from pufferlib.environment import mean_infos
 from pufferlib.evaluate import RecentMean, SolveCheck
+from pufferlib.exceptions import APIUsageError
 
 
 def config_for(env_name, *flags, data_dir=None):
@@ -765,6 +766,23 @@ def test_padded_agents_take_no_rows_and_the_batch_still_fills():
     assert not (observed == 0).any()  # agent 0 never stored
     assert all(len(set(row.tolist())) == 1 for row in observed)  # each row is one agent's steps
     trainer.train()
+
+
+class AllPadding(PaddedEnv):
+    """Every agent is padding: no step stores anything."""
+
+    def __init__(self, num_agents=4, buf=None):
+        super().__init__(num_agents, buf)
+        self.masks[:] = False
+
+
+def test_a_rollout_whose_agents_are_all_padding_stops_with_an_error_instead_of_spinning():
+    config = config_for("puffer_bandit", "--train.horizon", "4", "--train.batch-size", "16", "--train.minibatch-size", "8")
+    env = vector.make(AllPadding, backend="Serial")
+    trainer = pufferl.PuffeRL(config, env, assemble.make_policy(env, config))
+    with pytest.raises(APIUsageError, match="batches in a row held no live agent"):
+        trainer.collect()
+    trainer.close()
 
 
 def segment_buffer(segments, horizon, num_agents, state_size=0):

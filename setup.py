@@ -49,9 +49,11 @@ extensions = [
     for path in sorted(glob.glob(os.path.join("ocean", "*", "binding.pyx")))
 ]
 
-CUDA_SOURCE = os.path.join("ocean", "craftax", "craftax_gpu.cu")
+# The GPU env (craftax_gpu.cu) and the CraftaxCells policy's kernels (cell_embedding.cu), linked into one library.
+CUDA_SOURCES = [os.path.join("ocean", "craftax", name) for name in ("craftax_gpu.cu", "cell_embedding.cu")]
 CUDA_LIBRARY = os.path.join("ocean", "craftax", "libcraftax_gpu.so")
-CUDA_HEADERS = glob.glob(os.path.join("ocean", "craftax", "*.h")) + [os.path.join("ocean", "vecenv_gpu.cuh")]
+CUDA_HEADERS = (glob.glob(os.path.join("ocean", "craftax", "*.h")) + glob.glob(os.path.join("ocean", "craftax", "*.cuh"))
+                + [os.path.join("ocean", "vecenv_gpu.cuh")])
 BUILD_CACHE = os.environ.get("PUFFER_BUILD_CACHE")
 
 
@@ -78,7 +80,7 @@ def cached_cuda_library(command):
     """Where $PUFFER_BUILD_CACHE keeps the library that COMMAND builds from the CUDA sources as they are now."""
     digest = hashlib.sha256(" ".join(command[1:-1]).encode())  # the flags: neither nvcc's path nor the output
     digest.update(subprocess.run([command[0], "--version"], capture_output=True, check=True).stdout)
-    for path in sorted([CUDA_SOURCE, *CUDA_HEADERS]):
+    for path in sorted([*CUDA_SOURCES, *CUDA_HEADERS]):
         with open(path, "rb") as source:
             digest.update(path.encode() + b"\0" + source.read())
     return os.path.join(BUILD_CACHE, "cuda", f"libcraftax_gpu-{digest.hexdigest()[:32]}.so")
@@ -89,7 +91,7 @@ def nvcc_command(nvcc, output):
     # cudart is linked statically, so the library loads where only the driver is installed.
     return [nvcc, "-O3", "--fmad=false", "-std=c++17", "--threads", "0", "-shared", "-cudart", "static",
             "-Xcompiler", "-fPIC,-O3,-ffp-contract=off,-fno-fast-math", "-Iocean", "-Iocean/craftax",
-            *cuda_arch_flags(), CUDA_SOURCE, "-o", output]
+            *cuda_arch_flags(), *CUDA_SOURCES, "-o", output]
 
 
 class BuildWithCuda(build_ext):
@@ -126,7 +128,7 @@ class BuildWithCuda(build_ext):
             return
         in_source = self.inplace or getattr(self, "editable_mode", False)
         output = CUDA_LIBRARY if in_source else os.path.join(self.build_lib, CUDA_LIBRARY)
-        sources = [CUDA_SOURCE, *CUDA_HEADERS, __file__]
+        sources = [*CUDA_SOURCES, *CUDA_HEADERS, __file__]
         if os.path.exists(output) and not self.force:
             if os.path.getmtime(output) >= max(os.path.getmtime(path) for path in sources):
                 return
@@ -140,7 +142,7 @@ class BuildWithCuda(build_ext):
         print("CraftaxGPU: " + " ".join(command), flush=True)
         started = time.monotonic()
         if subprocess.run(command).returncode != 0:
-            raise SystemExit(f"CraftaxGPU: nvcc failed to compile {CUDA_SOURCE} (see above)")
+            raise SystemExit(f"CraftaxGPU: nvcc failed to compile {' and '.join(CUDA_SOURCES)} (see above)")
         print(f"CraftaxGPU: built {output} in {time.monotonic() - started:.0f} s", file=sys.stderr)
         if cached:
             os.makedirs(os.path.dirname(cached), exist_ok=True)

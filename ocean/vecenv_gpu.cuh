@@ -1,41 +1,33 @@
-// The device vecenv: steps many copies of one Ocean game on the GPU, one thread per env, writing
-// straight into device buffers (torch tensors) that Python owns. The device sibling of vecenv.h,
-// with the same autoreset and episode accounting, so a game compiled by both gives the same
-// trajectories on the host and on the device.
+// The device vecenv: steps many copies of one Ocean game on the GPU, writing straight into device
+// buffers (torch tensors) that Python owns. The device sibling of vecenv.h, with the same autoreset
+// and episode accounting, so a game compiled by both gives the same trajectories on the host and
+// on the device.
 //
-// Include it (in a .cu file) after the game header. The game's contract is vecenv.h's, with every
-// function callable on the device (__host__ __device__, e.g. Craftax's CRAFTAX_FN):
+// Include it (in a .cu file) after the game header, with the game's struct named Env through a
+// #define. The game meets vecenv.h's contract, these parts of it callable on the device
+// (__host__ __device__, e.g. Craftax's CRAFTAX_FN):
 //     Env struct with fields observations, actions, rewards, terminals, truncations,
 //         rng (uint64_t), log (Log, floats only)
 //     void c_reset(Env*)   start an episode: write observations only
-//     int  c_step(Env*)    apply actions; write rewards, terminals, truncations; 1 when it ended
-//     optional VEC_PREPARE_BATCH / c_prepare(Env*, int count), with VEC_GPU_PREPARED naming the
-//         one Env field it writes (whole 8-byte words): called with count 1 for every env before
-//         each step, by a kernel of its own, one thread per env with every lane of its warps busy
-//         (the step kernel's warps leave lanes idle); it may run for an env that is then not
-//         stepped (its action was out of range), so it only computes, from what the last step or
-//         reset left, what the next c_step reads
-//     optional VEC_GPU_WARP_RESET / c_reset_warp(Env*, int resetting): replaces c_reset in the
-//         reset kernel, called by every lane of a warp in which some env resets, each lane saying
-//         whether its own does (for a game whose lanes share the work of a reset)
-//     optional VEC_GPU_STEPPING_LANES(unsigned lanes): run by every lane of a warp before any of
-//         them steps, with the mask of the lanes that will (for a game whose lanes cooperate
-//         inside c_step; all of those lanes then reach the same cooperative calls)
-//     optional VEC_GPU_OBSERVE_PARTS (a count n), VEC_GPU_OBSERVE_BYTES (an env's observation
-//         bytes, whole 32-bit words) / c_observe(Env*, int part, uint8_t* out): the observations
-//         are written after each step and reset by a kernel of their own, one thread per env and
-//         part (0..n-1), the parts of one observation written side by side into out (4-byte
-//         aligned, in shared memory), every byte of it by some part; c_step and c_reset then
-//         leave them unwritten
+//     int  c_step(Env*)    apply actions; write rewards, terminals, truncations for every agent;
+//                          return 1 when the episode ended
 // and, for a game whose device reset needs scratch memory (world generation):
 //     #define VEC_GPU_RESET_SCRATCH Type   and a field `Type* reset_scratch` in Env, which the
-//         reset kernel points at a buffer of its own for the duration of each c_reset
+//         reset lends a buffer of its own for the duration of each c_reset
 //
 // The host side fills an array of Env on the host (game parameters, device pointers to the
 // game's own device memory), then hands it to vec_gpu_create, which uploads it and binds each env
-// to its slice of the device buffers. Every launch goes on the caller's stream; only
-// vec_gpu_create, vec_gpu_sync_logs and vec_gpu_destroy synchronize, so reset and step can be
-// captured in a CUDA graph.
+// to its slice of the device buffers. vec_gpu_reset and vec_gpu_step launch the kernels below on
+// the caller's stream; only vec_gpu_create, vec_gpu_sync_logs and vec_gpu_destroy synchronize, so
+// reset and step can be captured in a CUDA graph.
+//
+// The step kernel gives each warp step_lanes envs (vec_gpu_create's argument), one per lane, and
+// leaves its other lanes idle: a warp runs its envs' diverging paths one after another, so a game
+// whose paths diverge steps sooner with fewer envs per warp. A game that needs more of the GPU
+// than this (lanes that share work, kernels of its own between the step and the reset) writes its
+// own kernels from this file's parts (vec_gpu_step_lane, vec_gpu_lend_scratch, vec_gpu_reset_done,
+// vec_gpu_seed) and launches them instead of vec_gpu_reset and vec_gpu_step, as Craftax does
+// (ocean/craftax/device_kernels.cuh).
 //
 // Actions come from the caller's device buffer (int32 or int64), are checked against the action
 // space on the device and copied into the env's int32 actions buffer. An env given an action
@@ -52,10 +44,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(VEC_PREPARE_BATCH) && !defined(VEC_GPU_PREPARED)
-#error "a game with c_prepare names the one Env field it writes: #define VEC_GPU_PREPARED field"
-#endif
-
 static_assert(sizeof(Log) % sizeof(float) == 0, "Log must hold floats only");
 #define VEC_GPU_LOG_FIELDS ((int)(sizeof(Log) / sizeof(float)))
 // The sums fetched by vec_gpu_sync_logs: the Log fields, then episode return, length and count.
@@ -63,9 +51,6 @@ static_assert(sizeof(Log) % sizeof(float) == 0, "Log must hold floats only");
 #define VEC_GPU_WARP 32
 #define VEC_GPU_BLOCK 128
 #define VEC_GPU_MAX_ACTION_DIMS 16
-#ifndef VEC_GPU_STEP_BLOCKS_PER_SM
-#define VEC_GPU_STEP_BLOCKS_PER_SM 1
-#endif
 #define VEC_GPU_NO_BAD_ACTION 0xFFFFFFFFFFFFFFFFull
 
 typedef struct {
@@ -96,7 +81,7 @@ typedef struct {
     void* reset_scratch;   // reset_threads buffers of reset_scratch_bytes, or NULL
     size_t reset_scratch_bytes;
     int reset_threads;     // threads of the reset kernel: one per env, or one per scratch buffer
-    int step_lanes;  // envs per warp of the step kernel (vec_gpu_step_lanes); its other lanes idle
+    int step_lanes;  // envs per warp of the step kernel; its other lanes idle
     int step_block;  // threads per block of the step kernel (vec_gpu_step_block)
     int reset_block;  // threads per block of the reset kernel
     int num_envs;
@@ -117,16 +102,6 @@ static int vec_gpu_step_block(long threads, int sms) {
     return block < VEC_GPU_WARP ? VEC_GPU_WARP : (block > VEC_GPU_BLOCK ? VEC_GPU_BLOCK : block);
 }
 
-// Envs per warp of the step kernel when the caller does not choose. A warp runs its envs'
-// diverging paths one after another, so a warp of 32 envs spends most of a step with few lanes
-// busy; fewer envs per warp take more warps to step the same envs, and each finishes sooner. Measured
-// on an H200, 8 per warp stepped fastest while every warp of the step fits on the GPU at once, and
-// 16 beyond, where the warps queue for the SMs.
-static int vec_gpu_step_lanes(int num_envs, int sms) {
-    long resident_warps = (long)sms * VEC_GPU_STEP_BLOCKS_PER_SM * (VEC_GPU_BLOCK / VEC_GPU_WARP);
-    return num_envs <= 8 * resident_warps ? 8 : 16;
-}
-
 // Threads of the step kernel: a warp per step_lanes envs.
 static long vec_gpu_step_threads(const VecGpu* vec) {
     return ((long)vec->num_envs + vec->step_lanes - 1) / vec->step_lanes * VEC_GPU_WARP;
@@ -144,8 +119,14 @@ static inline __device__ unsigned long long vec_gpu_bad_action_code(long index, 
     return ((unsigned long long)index << 32) | (uint32_t)(int32_t)saturated;
 }
 
-template <typename ActionT>
-__global__ void __launch_bounds__(VEC_GPU_BLOCK, VEC_GPU_STEP_BLOCKS_PER_SM) vec_gpu_step_kernel(VecGpu vec, const ActionT* actions) {
+// A lane's part of the step kernel, step_lanes envs per warp: the lane's env's actions checked and
+// copied into its int32 buffer, then the env stepped and its episode's return and length counted,
+// marking it for reset when the episode ended. An env given an action outside the space is not
+// stepped (its rewards and flags are zeroed) and the first such action is recorded. meet(valid)
+// is run by every lane of a warp that reaches the envs (with or without one of its own), each
+// saying whether it will step, before any steps: nothing, for a game whose lanes step apart.
+template <typename ActionT, typename Meet>
+__device__ static inline void vec_gpu_step_lane(const VecGpu& vec, const ActionT* actions, Meet meet) {
     int thread = blockIdx.x * blockDim.x + threadIdx.x;
     int lane = thread % VEC_GPU_WARP;
     int i = thread / VEC_GPU_WARP * vec.step_lanes + lane;
@@ -165,10 +146,7 @@ __global__ void __launch_bounds__(VEC_GPU_BLOCK, VEC_GPU_STEP_BLOCKS_PER_SM) vec
             vec.actions[first + k] = (int)action;
         }
     }
-#ifdef VEC_GPU_STEPPING_LANES
-    // Every lane of the warp is here (env counts are whole warps): the game learns which step.
-    VEC_GPU_STEPPING_LANES(__ballot_sync(0xFFFFFFFFu, valid));
-#endif
+    meet(valid);
     if (!present) return;
     if (!valid) {
         for (int a = 0; a < agents; a++) {
@@ -194,102 +172,49 @@ __global__ void __launch_bounds__(VEC_GPU_BLOCK, VEC_GPU_STEP_BLOCKS_PER_SM) vec
     }
 }
 
-#ifdef VEC_GPU_PREPARED
-// c_prepare runs on a copy of the env; the field it writes goes through shared memory, and each
-// warp stores its envs' fields in 8-byte words side by side. Stored by each thread at its own
-// env's stride, every word of the field would be a store touching a sector per lane.
-__global__ void __launch_bounds__(VEC_GPU_BLOCK) vec_gpu_prepare_kernel(VecGpu vec) {
-    typedef decltype(((Env*)0)->VEC_GPU_PREPARED) Prepared;
-    enum { WORDS = sizeof(Prepared) / sizeof(uint2), FIELD = offsetof(Env, VEC_GPU_PREPARED) };
-    static_assert(sizeof(Prepared) % sizeof(uint2) == 0 && FIELD % sizeof(uint2) == 0 && sizeof(Env) % sizeof(uint2) == 0,
-                  "the prepared field is whole 8-byte words, 8-byte aligned in every env");
-    // A row of WORDS + 1 words: neighbouring threads' rows start in different banks.
-    __shared__ uint2 staged[VEC_GPU_BLOCK][WORDS + 1];
-    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < vec.num_envs) {
-        Env env = vec.envs[i];
-        c_prepare(&env, 1);
-        memcpy(staged[threadIdx.x], &env.VEC_GPU_PREPARED, sizeof(Prepared));
-    }
-    __syncwarp();
-    int lane = threadIdx.x % VEC_GPU_WARP, warp_first = threadIdx.x - lane;
-    long warp_env = (long)blockIdx.x * blockDim.x + warp_first;
-    for (int v = lane; v < VEC_GPU_WARP * WORDS; v += VEC_GPU_WARP) {
-        int e = v / WORDS, w = v % WORDS;
-        if (warp_env + e < vec.num_envs) ((uint2*)((char*)&vec.envs[warp_env + e] + FIELD))[w] = staged[warp_first + e][w];
-    }
-}
+// Lends the reset's thread its scratch buffer (VEC_GPU_RESET_SCRATCH) before env's c_reset.
+__device__ static inline void vec_gpu_lend_scratch(const VecGpu& vec, Env* env, int thread) {
+#ifdef VEC_GPU_RESET_SCRATCH
+    env->reset_scratch = vec.reset_scratch == NULL
+                             ? NULL
+                             : (VEC_GPU_RESET_SCRATCH*)((char*)vec.reset_scratch + (size_t)thread * vec.reset_scratch_bytes);
+#else
+    (void)vec;
+    (void)env;
+    (void)thread;
 #endif
+}
+
+// After env i's c_reset: its scratch taken back, its reset no longer pending.
+__device__ static inline void vec_gpu_reset_done(const VecGpu& vec, Env* env, int i) {
+#ifdef VEC_GPU_RESET_SCRATCH
+    env->reset_scratch = NULL;
+#else
+    (void)env;
+#endif
+    vec.ended[i] = 0;
+}
+
+// The step and reset kernels are templates (E is always Env) so that a game that launches kernels
+// of its own compiles none of these: a step kernel holds the whole game.
+template <typename ActionT, typename E = Env>
+__global__ void __launch_bounds__(VEC_GPU_BLOCK) vec_gpu_step_kernel(VecGpu vec, const ActionT* actions) {
+    vec_gpu_step_lane(vec, actions, [](int) {});
+}
 
 // Resets the envs whose episode ended; with scratch, each thread lends its buffer in turn to the
-// envs i, i + reset_threads, ... With VEC_GPU_WARP_RESET every lane of a warp whose envs are due a
-// reset calls c_reset_warp: reset_threads and env counts are whole warps, so whole warps are here.
+// envs i, i + reset_threads, ...
+template <typename E = Env>
 __global__ void vec_gpu_reset_kernel(VecGpu vec) {
     int thread = blockIdx.x * blockDim.x + threadIdx.x;
     if (thread >= vec.reset_threads) return;
     for (int i = thread; i < vec.num_envs; i += vec.reset_threads) {
-        int resetting = vec.ended[i];
-#ifdef VEC_GPU_WARP_RESET
-        if (__ballot_sync(0xFFFFFFFFu, resetting) == 0) continue;
-#else
-        if (!resetting) continue;
-#endif
-        Env* env = &vec.envs[i];
-#ifdef VEC_GPU_RESET_SCRATCH
-        if (resetting) {
-            env->reset_scratch = vec.reset_scratch == NULL
-                                     ? NULL
-                                     : (VEC_GPU_RESET_SCRATCH*)((char*)vec.reset_scratch +
-                                                                (size_t)thread * vec.reset_scratch_bytes);
-        }
-#endif
-#ifdef VEC_GPU_WARP_RESET
-        c_reset_warp(env, resetting);
-#else
+        if (!vec.ended[i]) continue;
+        E* env = &vec.envs[i];
+        vec_gpu_lend_scratch(vec, env, thread);
         c_reset(env);
-#endif
-        if (!resetting) continue;
-#ifdef VEC_GPU_RESET_SCRATCH
-        env->reset_scratch = NULL;
-#endif
-        vec.ended[i] = 0;
+        vec_gpu_reset_done(vec, env, i);
     }
-}
-
-#ifdef VEC_GPU_OBSERVE_PARTS
-// Envs per block of the observation kernel, every part of each in the block. The parts write into
-// shared memory, and the block then copies its envs' observations out word after word: written
-// to global memory directly, each thread's part is words at a stride of their own, and a warp's
-// store touches a sector per lane.
-#define VEC_GPU_OBSERVE_ENVS (VEC_GPU_BLOCK / VEC_GPU_OBSERVE_PARTS)
-static_assert(VEC_GPU_OBSERVE_ENVS >= 1 && VEC_GPU_OBSERVE_BYTES % 4 == 0, "whole words, every part of an env in a block");
-static_assert(VEC_GPU_OBSERVE_ENVS * VEC_GPU_OBSERVE_BYTES <= 48 * 1024, "a block's observations fit its static shared memory");
-
-__global__ void vec_gpu_observe_kernel(VecGpu vec) {
-    __shared__ uint32_t staged[VEC_GPU_OBSERVE_ENVS * VEC_GPU_OBSERVE_BYTES / 4];
-    long first = (long)blockIdx.x * VEC_GPU_OBSERVE_ENVS;
-    int envs = (int)(vec.num_envs - first < VEC_GPU_OBSERVE_ENVS ? vec.num_envs - first : VEC_GPU_OBSERVE_ENVS);
-    int local = threadIdx.x / VEC_GPU_OBSERVE_PARTS;
-    if (local < envs) {
-        c_observe(&vec.envs[first + local], threadIdx.x % VEC_GPU_OBSERVE_PARTS,
-                  (uint8_t*)staged + local * VEC_GPU_OBSERVE_BYTES);
-    }
-    __syncthreads();
-    uint32_t* out = (uint32_t*)(vec.observations + first * VEC_GPU_OBSERVE_BYTES);
-    for (int word = threadIdx.x; word < envs * (VEC_GPU_OBSERVE_BYTES / 4); word += blockDim.x) out[word] = staged[word];
-}
-#endif
-
-// Every env's observation, after its step or reset (VEC_GPU_OBSERVE_PARTS only).
-static cudaError_t vec_gpu_observe(VecGpu* vec, cudaStream_t stream) {
-#ifdef VEC_GPU_OBSERVE_PARTS
-    vec_gpu_observe_kernel<<<vec_gpu_blocks(vec->num_envs, VEC_GPU_OBSERVE_ENVS), VEC_GPU_BLOCK, 0, stream>>>(*vec);
-    return cudaGetLastError();
-#else
-    (void)vec;
-    (void)stream;
-    return cudaSuccess;
-#endif
 }
 
 // vec_reset's start of a run: env i seeded with seed + i, statistics and the bad-action record
@@ -369,7 +294,7 @@ static void vec_gpu_destroy(VecGpu* vec) {
 // host_envs: num_envs envs configured by the game (their device pointers set), uploaded here;
 // the buffers: device memory for num_envs * agents_per_env agents, obs_bytes per agent.
 // reset_scratch_buffers: how many resets may generate at once (0 when c_reset needs no scratch).
-// step_lanes: envs per warp of the step kernel, a power of two up to 32, or 0 for vec_gpu_step_lanes.
+// step_lanes: envs per warp of the step kernel, a power of two up to 32.
 static cudaError_t vec_gpu_create(VecGpu** out, Env* host_envs, int num_envs, int agents_per_env,
                                   const int* nvec, int action_dims, char* observations, long obs_bytes,
                                   int* actions, float* rewards, unsigned char* terminals,
@@ -377,15 +302,7 @@ static cudaError_t vec_gpu_create(VecGpu** out, Env* host_envs, int num_envs, in
                                   size_t reset_scratch_bytes, int step_lanes) {
     *out = NULL;
     if (action_dims < 1 || action_dims > VEC_GPU_MAX_ACTION_DIMS) return cudaErrorInvalidValue;
-    if (step_lanes < 0 || step_lanes > VEC_GPU_WARP || (step_lanes & (step_lanes - 1)) != 0) return cudaErrorInvalidValue;
-#if defined(VEC_GPU_WARP_RESET) || defined(VEC_GPU_STEPPING_LANES)
-    // The warp hooks run every lane of a warp: whole warps of envs and of reset threads.
-    if (num_envs % VEC_GPU_WARP != 0 || reset_scratch_buffers % VEC_GPU_WARP != 0) return cudaErrorInvalidValue;
-#endif
-#ifdef VEC_GPU_OBSERVE_PARTS
-    // The observation kernel copies whole observations of VEC_GPU_OBSERVE_BYTES, 4-byte aligned.
-    if (obs_bytes * agents_per_env != VEC_GPU_OBSERVE_BYTES || ((uintptr_t)observations & 3) != 0) return cudaErrorInvalidValue;
-#endif
+    if (step_lanes < 1 || step_lanes > VEC_GPU_WARP || (step_lanes & (step_lanes - 1)) != 0) return cudaErrorInvalidValue;
     VecGpu* vec = (VecGpu*)calloc(1, sizeof(VecGpu));
     vec->num_envs = num_envs;
     vec->agents_per_env = agents_per_env;
@@ -393,6 +310,7 @@ static cudaError_t vec_gpu_create(VecGpu** out, Env* host_envs, int num_envs, in
     memcpy(vec->nvec, nvec, sizeof(int) * action_dims);
     vec->actions = actions;
     vec->observations = (uint8_t*)observations;
+    vec->step_lanes = step_lanes;
     for (int i = 0; i < num_envs; i++) {
         Env* env = &host_envs[i];
         long first = (long)i * agents_per_env;
@@ -411,7 +329,6 @@ static cudaError_t vec_gpu_create(VecGpu** out, Env* host_envs, int num_envs, in
     int device, sms;
     VEC_GPU_CREATE_CHECK(cudaGetDevice(&device));
     VEC_GPU_CREATE_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    vec->step_lanes = step_lanes ? step_lanes : vec_gpu_step_lanes(num_envs, sms);
     vec->step_block = vec_gpu_step_block(vec_gpu_step_threads(vec), sms);
     vec->reset_block = vec_gpu_step_block(num_envs, sms);
     VEC_GPU_CREATE_CHECK(cudaMalloc((void**)&vec->envs, sizeof(Env) * (size_t)num_envs));
@@ -436,30 +353,31 @@ static cudaError_t vec_gpu_create(VecGpu** out, Env* host_envs, int num_envs, in
     return cudaSuccess;
 }
 
-static cudaError_t vec_gpu_reset(VecGpu* vec, uint64_t seed, cudaStream_t stream) {
+// The start of a run (vec_gpu_seed_kernel); the resets it makes due follow with the reset kernel.
+static cudaError_t vec_gpu_seed(VecGpu* vec, uint64_t seed, cudaStream_t stream) {
     vec_gpu_seed_kernel<<<vec_gpu_blocks(vec->num_envs, VEC_GPU_BLOCK), VEC_GPU_BLOCK, 0, stream>>>(*vec, seed);
-    VEC_GPU_CHECK(cudaGetLastError());
-    vec_gpu_reset_kernel<<<vec_gpu_blocks(vec->reset_threads, vec->reset_block), vec->reset_block, 0, stream>>>(*vec);
-    VEC_GPU_CHECK(cudaGetLastError());
-    return vec_gpu_observe(vec, stream);
+    return cudaGetLastError();
+}
+
+template <typename E = Env>
+static cudaError_t vec_gpu_reset(VecGpu* vec, uint64_t seed, cudaStream_t stream) {
+    VEC_GPU_CHECK(vec_gpu_seed(vec, seed, stream));
+    vec_gpu_reset_kernel<E><<<vec_gpu_blocks(vec->reset_threads, vec->reset_block), vec->reset_block, 0, stream>>>(*vec);
+    return cudaGetLastError();
 }
 
 // actions: device, num_envs * agents_per_env * action_dims values, int64 when actions_are_int64.
+template <typename E = Env>
 static cudaError_t vec_gpu_step(VecGpu* vec, const void* actions, int actions_are_int64, cudaStream_t stream) {
-#ifdef VEC_GPU_PREPARED
-    vec_gpu_prepare_kernel<<<vec_gpu_blocks(vec->num_envs, VEC_GPU_BLOCK), VEC_GPU_BLOCK, 0, stream>>>(*vec);
-    VEC_GPU_CHECK(cudaGetLastError());
-#endif
     unsigned blocks = vec_gpu_blocks(vec_gpu_step_threads(vec), vec->step_block);
     if (actions_are_int64) {
-        vec_gpu_step_kernel<long long><<<blocks, vec->step_block, 0, stream>>>(*vec, (const long long*)actions);
+        vec_gpu_step_kernel<long long, E><<<blocks, vec->step_block, 0, stream>>>(*vec, (const long long*)actions);
     } else {
-        vec_gpu_step_kernel<int><<<blocks, vec->step_block, 0, stream>>>(*vec, (const int*)actions);
+        vec_gpu_step_kernel<int, E><<<blocks, vec->step_block, 0, stream>>>(*vec, (const int*)actions);
     }
     VEC_GPU_CHECK(cudaGetLastError());
-    vec_gpu_reset_kernel<<<vec_gpu_blocks(vec->reset_threads, vec->reset_block), vec->reset_block, 0, stream>>>(*vec);
-    VEC_GPU_CHECK(cudaGetLastError());
-    return vec_gpu_observe(vec, stream);
+    vec_gpu_reset_kernel<E><<<vec_gpu_blocks(vec->reset_threads, vec->reset_block), vec->reset_block, 0, stream>>>(*vec);
+    return cudaGetLastError();
 }
 
 // Reduces and clears the statistics and the bad-action record; waits for the stream. *report

@@ -289,6 +289,80 @@ def test_headers_compile_with_nvcc(tmp_path):
     assert result.returncode == 0, result.stderr
 
 
+# A game of the device vecenv's contract and nothing more: one counter per env, an episode of
+# `action + 1` ticks; with SCRATCH its reset borrows the vecenv's scratch buffer.
+GENERIC_DEVICE_GAME = """
+#include <stdint.h>
+typedef struct { float ticks; } Log;
+typedef struct { int cells[4]; } Scratch;
+typedef struct {
+    void* observations;
+    int* actions;
+    float* rewards;
+    unsigned char* terminals;
+    unsigned char* truncations;
+    uint64_t rng;
+    Log log;
+    int tick;
+    Scratch* reset_scratch;
+} Counter;
+__host__ __device__ static void c_reset(Counter* env) {
+    env->tick = 0;
+#ifdef SCRATCH
+    env->reset_scratch->cells[0] = (int)env->rng;
+#endif
+    ((float*)env->observations)[0] = 0.0f;
+}
+__host__ __device__ static int c_step(Counter* env) {
+    env->tick += 1;
+    int done = env->tick > env->actions[0];
+    env->rewards[0] = 1.0f;
+    env->terminals[0] = (unsigned char)done;
+    env->truncations[0] = 0;
+    if (done) env->log.ticks += (float)env->tick;
+    ((float*)env->observations)[0] = (float)env->tick;
+    return done;
+}
+#define Env Counter
+#ifdef SCRATCH
+#define VEC_GPU_RESET_SCRATCH Scratch
+#endif
+#include "vecenv_gpu.cuh"
+cudaError_t run(Counter* host_envs, int num_envs, char* observations, int* actions, float* rewards,
+                unsigned char* terminals, unsigned char* truncations, const long long* policy_actions, float* sums) {
+    const int nvec[1] = {4};
+    VecGpu* vec;
+    VEC_GPU_CHECK(vec_gpu_create(&vec, host_envs, num_envs, 1, nvec, 1, observations, sizeof(float), actions, rewards,
+                                 terminals, truncations, 64, sizeof(Scratch), VEC_GPU_WARP));
+    VEC_GPU_CHECK(vec_gpu_reset(vec, 7, 0));
+    VEC_GPU_CHECK(vec_gpu_step(vec, policy_actions, 1, 0));
+    VecGpuReport report;
+    VEC_GPU_CHECK(vec_gpu_sync_logs(vec, &report, 0));
+    memcpy(sums, report.sums, sizeof(report.sums));
+    vec_gpu_destroy(vec);
+    return cudaSuccess;
+}
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scratch", [False, True], ids=["plain", "reset-scratch"])
+def test_device_vecenv_compiles_for_a_game_of_its_contract_alone(tmp_path, scratch):
+    """ocean/vecenv_gpu.cuh's own step and reset kernels (Craftax launches kernels of its own, so its
+    library never instantiates them) compile for any game that meets the contract at its top."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc not installed")
+    source = tmp_path / "counter.cu"
+    source.write_text(GENERIC_DEVICE_GAME)
+    result = subprocess.run(
+        [nvcc, "-x", "cu", "-std=c++17", "-Werror", "all-warnings", *(["-DSCRATCH"] if scratch else []),
+         f"-I{ROOT / 'ocean'}", "-c", str(source), "-o", str(tmp_path / "counter.o")],
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stderr
+
+
 # Trajectories: the C step against the reference's jitted step (scripts/parity.py).
 
 

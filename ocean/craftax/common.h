@@ -56,7 +56,7 @@
 #endif
 
 #ifdef __CUDACC__
-// The most warps in a block of the device step; craftax_gpu.cu checks it against VEC_GPU_BLOCK.
+// The most warps in a block of the device step; device_kernels.cuh checks it against VEC_GPU_BLOCK.
 #define CRAFTAX_WARPS_PER_BLOCK 4
 
 __device__ static unsigned* craftax_stepping_lane_masks(void) {
@@ -64,9 +64,9 @@ __device__ static unsigned* craftax_stepping_lane_masks(void) {
     return masks;
 }
 
-// The device vecenv's VEC_GPU_STEPPING_LANES hook, run by all 32 lanes of a warp before any of
-// them steps: records which lanes step (an env given a bad action does not), for the parts of a
-// step the lanes make together (mobs.h's spawn choice).
+// Run by all 32 lanes of a warp before any of them steps (device_kernels.cuh's step kernel):
+// records which lanes step (an env given a bad action does not), for the parts of a step the
+// lanes make together (mobs.h's spawn choice).
 __device__ static void craftax_set_stepping_lanes(unsigned lanes) {
     craftax_stepping_lane_masks()[threadIdx.x / 32] = lanes;
     __syncwarp(0xFFFFFFFFu);

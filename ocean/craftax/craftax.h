@@ -120,7 +120,7 @@ typedef struct {
     const GameState* reset_pool;  // shared by every env, read-only
     GameState* state;
     Key key;  // the env's key chain
-    PreparedStep prepared;  // written by c_prepare alone (the device vecenv's VEC_GPU_PREPARED)
+    PreparedStep prepared;  // written by c_prepare alone (device_kernels.cuh's prepare kernel stores it)
     int has_reset_key;   // the step that ended the episode left prepared.reset_key for c_reset
     int deepest_floor;
     int played_action;  // the action the last step played (noop while sleeping or resting), -1 before one
@@ -214,8 +214,8 @@ CRAFTAX_FN void write_full_observation(const GameState* s, float* out, int in_st
 }
 
 // With CRAFTAX_OBSERVATION_KERNEL (the device env) steps and resets leave the observation to
-// c_observe, the device vecenv's VEC_GPU_OBSERVE_PARTS hook: a kernel of its own writes it after
-// them, a thread per view row, which has the parallelism that one thread per env lacks.
+// c_observe: a kernel of its own (device_kernels.cuh) writes it after them, a thread per view row,
+// which has the parallelism that one thread per env lacks.
 CRAFTAX_FN void write_env_observation(Craftax* env, int in_step) {
 #ifdef CRAFTAX_OBSERVATION_KERNEL
     env->observation_in_step = in_step;
@@ -229,8 +229,7 @@ CRAFTAX_FN void write_env_observation(Craftax* env, int in_step) {
 }
 
 #ifdef CRAFTAX_OBSERVATION_KERNEL
-#define VEC_GPU_OBSERVE_PARTS COMPACT_OBSERVATION_PARTS
-#define VEC_GPU_OBSERVE_BYTES COMPACT_OBS_BYTES
+// Part 0 .. COMPACT_OBSERVATION_PARTS - 1 of the env's compact observation, into out.
 CRAFTAX_FN void c_observe(Craftax* env, int part, uint8_t* out) {
     write_compact_observation_part(env->state, out, part, env->observation_in_step);
 }
@@ -281,8 +280,8 @@ CRAFTAX_FN void c_reset(Craftax* env) {
 }
 
 #ifdef __CUDACC__
-// The device vecenv's VEC_GPU_WARP_RESET: c_reset made by all 32 lanes of a warp together, so that
-// every lane helps copy the pool worlds of the few that reset.
+// c_reset made by all 32 lanes of a warp together (device_kernels.cuh's reset kernel), so that
+// every lane helps copy the pool worlds of the few that reset; resetting: whether this lane's env does.
 __device__ static void c_reset_warp(Craftax* env, int resetting) {
     Key reset_key = {{0, 0}};
     const GameState* pool_world = NULL;
@@ -317,9 +316,8 @@ CRAFTAX_FN void log_episode(Craftax* env) {
 
 // The vecenv prepares envs in batches of KEY_LANES before stepping them: their step keys
 // split side by side, one SIMD lane per env, and every draw of their steps made (draws.h).
-// c_prepare writes `prepared` only, which the device vecenv stores for a warp's envs together.
+// c_prepare writes `prepared` only, which the device's prepare kernel stores for a warp's envs together.
 #define VEC_PREPARE_BATCH KEY_LANES
-#define VEC_GPU_PREPARED prepared
 
 // Each step splits (rng, step_key) = split(rng); the auto-resetting env steps with
 // split(step_key)[0] and would reset with split(step_key)[1].

@@ -1,7 +1,10 @@
 """Craftax as a GPU-resident env: the same game headers as ``ocean.craftax.Craftax``, compiled by
-nvcc (``craftax_gpu.cu`` over ``ocean/vecenv_gpu.cuh``) into ``libcraftax_gpu.so``, one CUDA thread
-per env. From the same seeds and actions its observations, rewards, terminals and truncations are
-bitwise those of the CPU env. The trainer selects it with ``ocean.make(name, device="cuda")``.
+nvcc (``craftax_gpu.cu`` over ``ocean/vecenv_gpu.cuh``, with Craftax's own kernels from
+``device_kernels.cuh``) into ``libcraftax_gpu.so``, one CUDA thread per env. From the same seeds
+and actions its observations, rewards, terminals and truncations are bitwise those of the CPU
+env. The trainer selects it with ``ocean.make(name, device="cuda")``. The library also carries the
+CraftaxCells policy's kernels (``cell_embedding.cu``), which ``embed_cells`` and
+``embed_cells_grad`` call.
 
 Device hooks (what a GPU-aware trainer calls): ``gpu_reset(seed)``, ``gpu_step(actions)`` (a CUDA
 tensor, used in place: no host copy, no synchronization, capturable in a CUDA graph),
@@ -222,7 +225,7 @@ class CraftaxGPU:
     with all cores and uploaded once). Infos of ``step``: every ``log_interval`` steps, the
     ``gpu_sync_logs()`` dict when episodes ended. ``envs_per_warp``: how many envs each warp of
     the step kernel steps (1, 2, 4, 8, 16 or 32; the trajectories are the same whatever it is); by
-    default the fastest measured for the env count (ocean/vecenv_gpu.cuh).
+    default the fastest measured for the env count (ocean/craftax/device_kernels.cuh).
     """
 
     name = "puffer_craftax"

@@ -187,9 +187,9 @@ class CraftaxCells(Default):
 
     It is CraftaxCompact's first layer with each cell's 83 x hidden block of weights factored
     through the table (83 x cell_width), a subspace of the same functions that shares what it
-    learns of a block, an item or a mob across the cells. CUDA batches embed in the GPU env's
-    library's kernels (the table's gradient in a second one); elsewhere the channels, as 0/1
-    values, multiply the table.
+    learns of a block, an item or a mob across the cells. CUDA batches embed in the kernels of
+    cell_embedding.cu, built into the GPU env's library (the table's gradient in a second one);
+    elsewhere the channels, as 0/1 values, multiply the table.
     """
 
     def __init__(self, env, hidden_size=128, num_layers=1, cell_width=16):

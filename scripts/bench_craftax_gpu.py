@@ -46,7 +46,7 @@ def cpu_model():
 
 
 def kernel_times(torch, run, steps=10):
-    """Device time per step of each env kernel (vec_gpu_*, the observation expansion) and of the
+    """Device time per step of each env kernel (vec_gpu_*, craftax_*, the observation expansion) and of the
     rest together (the action draws), from the torch profiler over `steps` steps."""
     from torch.profiler import ProfilerActivity, profile
 
@@ -56,7 +56,7 @@ def kernel_times(torch, run, steps=10):
     times = {}
     for event in profiler.key_averages():
         if event.self_device_time_total > 0:
-            match = re.search(r"vec_gpu_\w+|\w*observation\w*", event.key)
+            match = re.search(r"(?:vec_gpu|craftax)_\w+|\w*observation\w*", event.key)
             name = match.group(0) if match else "other"
             times[name] = times.get(name, 0.0) + event.self_device_time_total / steps
     return ", ".join(f"{name} {us:,.0f} us" for name, us in sorted(times.items(), key=lambda item: -item[1]))

@@ -557,7 +557,9 @@ def test_ssh_login_through_the_hook_lands_in_the_tank_and_trains(built, docker_c
 
         # A rebuilt image: the container holds the run, which a new one would not have.
         docker_client.images.build(
-            fileobj=io.BytesIO(f"FROM {image}\nLABEL org.puffertank.test-rebuild={user}\n".encode()), tag=rebuilt
+            fileobj=io.BytesIO(f"FROM {image}\nLABEL org.puffertank.test-rebuild={user}\n".encode()),
+            tag=rebuilt,
+            rm=True,
         )
         output = hook_login(user, tmp_path, rebuilt, list_runs)
         assert f"{rebuilt} was rebuilt, but {name} holds files of yours" in output, output[-3000:]

@@ -37,7 +37,10 @@ AREAS = {
         "Breakout, pong, snake and connect4 on one thread with random actions, at the sizes the original "
         "Ocean's figures were measured at, against the same game as vectorized numpy "
         "(`scripts/numpy_games.py`: same rules and constants) in the same process. The note gives the "
-        "target: 1.5x the original Ocean's figure on the Xeon hosts.",
+        "target: 1.5x the original Ocean's figure on the Xeon hosts. Rows `against PufferLib 3.0` step each "
+        "game PufferLib 3.0.0 also ships (built from its sdist by `scripts/build_pufferlib3.py`) alternating "
+        "with Ocean round by round, at matched rules where the games allow it (the note states what still "
+        "differs), each round's figure the median `step()` call's rate.",
         "python scripts/bench_ocean.py --envs none --counts 4096 --craftax-envs 0 --seconds 2 --record",
     ),
     "vector": (

@@ -1,9 +1,9 @@
 // Craftax's kernels on the device vecenv (ocean/vecenv_gpu.cuh), launched in place of its generic
-// step and reset, and the tuning they were measured with. Built from the vecenv's parts, they add
-// what one thread per env lacks: the step's draws made before it by a kernel with every lane busy,
-// the lanes of a warp working together inside the step (the mob spawn's cell choice) and the reset
-// (copying pool worlds), and the observations written after both by a kernel with a thread per
-// view row. Included by craftax_gpu.cu after vecenv_gpu.cuh, with CRAFTAX_OBSERVATION_KERNEL.
+// step and reset, with their tuning. Built from the vecenv's parts, they add what one thread per
+// env lacks: the step's draws made before it by a kernel with every lane busy, the lanes of a warp
+// working together inside the step (the mob spawn's cell choice) and the reset (copying pool
+// worlds), and the observations written after both by a kernel with a thread per view row.
+// Included by craftax_gpu.cu after vecenv_gpu.cuh, with CRAFTAX_OBSERVATION_KERNEL.
 #pragma once
 
 // Four blocks of VEC_GPU_BLOCK threads per multiprocessor cap the step kernel at 128 registers a

@@ -107,11 +107,12 @@ class OceanEnv(PufferEnv):
             raise APIUsageError(f"{self.name}: step() after close(); build a new env" if self.closed
                                 else f"{self.name}: call reset() before step()")
         finished = self.c_envs.step(actions)
-        if finished == self.binding.NEEDS_CONVERSION:
-            self._copy_actions(actions)
-            finished = self.c_envs.step(self.actions)
         if finished < 0:
-            self._raise_bad_action(-finished - 1)
+            if finished == self.binding.NEEDS_CONVERSION:
+                self._copy_actions(actions)
+                finished = self.c_envs.step(self.actions)
+            if finished < 0:
+                self._raise_bad_action(-finished - 1)
         self.ticks += 1
         infos = []
         if self.ticks % self.log_interval == 0:

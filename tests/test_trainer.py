@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import unavailable
+from helpers import config_for, make_trainer, run_epochs
 from hypothesis import strategies as st
 from torch._dynamo.utils import counters as dynamo_counters
 
@@ -28,22 +29,6 @@ from pufferlib.config import ConfigError, apply_flags, env_config_files, load_co
 from pufferlib.environment import mean_infos
 from pufferlib.evaluate import RecentMean, SolveCheck
 from pufferlib.exceptions import APIUsageError
-
-
-def config_for(env_name, *flags, data_dir=None):
-    config = load_config(env_name)
-    # CPU everywhere, so results are the same on machines with a GPU; the GPU path has its own test.
-    extra = ["--train.device", "cpu", "--train.dashboard", "plain", "--train.print-interval", "1000"]
-    if data_dir is not None:
-        extra += ["--train.data-dir", str(data_dir)]
-    return apply_flags(config, extra + list(flags))
-
-
-def make_trainer(config):
-    env_name = config["base"]["env_name"]
-    vecenv = assemble.make_vecenv(env_name, config)
-    return pufferl.PuffeRL(config, vecenv, assemble.make_policy(vecenv, config))
-
 
 # -- the advantage kernel ------------------------------------------------------------------------
 
@@ -534,12 +519,6 @@ def test_seeded_runs_are_reproducible():
 
 
 # -- checkpoints ---------------------------------------------------------------------------------
-
-
-def run_epochs(trainer, epochs):
-    for _ in range(epochs):
-        trainer.collect()
-        trainer.train()
 
 
 def optimizer_tensors(optimizer):

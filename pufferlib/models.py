@@ -177,6 +177,47 @@ class Convolutional(Policy):
         return self.action_head(hidden), self.value_head(hidden).squeeze(-1)
 
 
+class PixelCNN(Policy):
+    """A small convolutional encoder for frames drawn from sprites (Craftax's pixel observation):
+    3 x 3 convolutions, each followed by 2 x 2 max pooling, then one hidden layer, with the same
+    heads as Default. Small kernels keep the details of a sprite (a mob, a digit of a count)
+    that Convolutional's 8 x 8 stride-4 first layer averages away.
+
+    Observations are [H, W, C] (``channels_last``, the Gymnasium layout) or [C, H, W]; uint8
+    pixels are scaled to [0, 1].
+    """
+
+    def __init__(self, env, hidden_size=256, channels=(32, 64, 64), channels_last=True):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.channels_last = channels_last
+        shape = env.single_observation_space.shape
+        if len(shape) != 3:
+            raise APIUsageError(f"PixelCNN needs image observations of rank 3, got shape {shape}")
+        self.scale = 1 / 255 if env.single_observation_space.dtype == np.uint8 else 1.0
+        layers, previous = [], shape[2] if channels_last else shape[0]
+        for width in channels:
+            layers += [layer_init(nn.Conv2d(previous, width, 3, padding=1)), nn.ReLU(), nn.MaxPool2d(2)]
+            previous = width
+        self.network = nn.Sequential(*layers, nn.Flatten())
+        with torch.no_grad():
+            flat_size = self.network(self._images(torch.zeros(1, *shape))).shape[1]
+        self.network.append(layer_init(nn.Linear(flat_size, hidden_size)))
+        self.network.append(nn.ReLU())
+        self.action_head = ActionHead(env.single_action_space, hidden_size)
+        self.value_head = layer_init(Float32Linear(hidden_size, 1), std=1.0)
+
+    def _images(self, observations):
+        images = observations.float() * self.scale
+        return images.permute(0, 3, 1, 2) if self.channels_last else images
+
+    def encode_observations(self, observations):
+        return self.network(self._images(observations))
+
+    def decode_actions(self, hidden):
+        return self.action_head(hidden), self.value_head(hidden).squeeze(-1)
+
+
 class RecurrentWrapper(nn.Module):
     """Adds memory between the two halves of ``policy``; subclasses supply the recurrent core
     (``initial_state``, ``step`` for one token, ``sequence`` for whole segments)."""
@@ -302,7 +343,7 @@ class MinGRUWrapper(RecurrentWrapper):
         return self.rnn(hidden, state[0], resets)
 
 
-POLICIES = {"default": Default, "convolutional": Convolutional}
+POLICIES = {"default": Default, "convolutional": Convolutional, "pixelcnn": PixelCNN}
 RNNS = {"lstm": LSTMWrapper, "mingru": MinGRUWrapper}
 
 

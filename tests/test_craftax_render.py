@@ -334,6 +334,9 @@ def reference():
     def render(state, block):
         return np.asarray(renderers[block](env_state(state)))
 
+    # Craftax-Pixels' get_obs: the frame at 10 pixels a cell over 255, inside the jitted program.
+    observe = jax.jit(lambda state: renderers[10].__wrapped__(state) / 255.0)
+    render.observation = lambda state: np.asarray(observe(env_state(state)))
     return render
 
 
@@ -351,9 +354,67 @@ def test_frames_equal_the_reference_bit_for_bit(reference, atlases, name, state)
 
 
 @pytest.mark.reference
+@pytest.mark.reference
+def test_pixel_observations_equal_the_reference_pixel_envs(reference, atlases):
+    env = craftax_env.CraftaxPixels(num_envs=len(SCENARIOS[::4]))
+    env.reset(0)
+    states = env._states.states.reshape(env.num_envs, binding.STATE_BYTES)
+    for i, (_, state) in enumerate(SCENARIOS[::4]):
+        states[i] = state
+    env._draw_observations()
+    for i, (name, state) in enumerate(SCENARIOS[::4]):
+        assert bitwise(env.observations[i], reference.observation(state)), name
+    env.close()
+
+
+@pytest.mark.reference
 def test_sixteen_pixel_cells_equal_the_reference(reference, atlases):
     for name, state in SCENARIOS[::3]:
         assert bitwise(binding.render_pixels(state, atlases[16], 16), reference(state, 16)), name
+
+
+# The pixel observation and its policy.
+
+def test_pixel_observations_are_the_frames_over_255_through_autoresets(atlases):
+    pixels = craftax_env.CraftaxPixels(num_envs=4, reset_pool_size=2, num_threads=2)
+    compact = craftax_env.CraftaxCompact(num_envs=4, reset_pool_size=2)
+    assert pixels.single_observation_space.shape == (130, 110, 3) and pixels.observations.dtype == np.float32
+    pixels.reset(11)
+    compact.reset(11)
+    rng = np.random.default_rng(1)
+    ended = 0
+    for step in range(400):
+        actions = rng.integers(0, 43, 4).astype(np.int32)
+        _, rewards, terminals, _, _ = pixels.step(actions)
+        compact.step(actions)
+        assert np.array_equal(rewards, compact.rewards) and np.array_equal(terminals, compact.terminals)
+        ended += int(terminals.sum())
+        if step % 20 == 0 or terminals.any():
+            states = pixels._states.states.reshape(4, binding.STATE_BYTES)
+            assert np.array_equal(states, compact._states.states.reshape(4, binding.STATE_BYTES))
+            for i in range(4):
+                expected = binding.render_pixels(states[i], atlases[10], 10) * np.float32(1 / 255)
+                assert np.array_equal(pixels.observations[i], expected)
+    assert ended >= 1  # the observation after an episode ends is the next episode's first
+    pixels.close()
+    compact.close()
+
+
+def test_pixel_cnn_acts_on_pixel_observations():
+    import torch
+
+    from pufferlib.models import PixelCNN
+
+    env = craftax_env.CraftaxPixels(num_envs=3)
+    observations, _ = env.reset(0)
+    policy = PixelCNN(env, hidden_size=64)
+    logits, values, _ = policy.forward_eval(torch.as_tensor(observations))
+    assert logits.shape == (3, 43) and values.shape == (3,)
+    (logits.logsumexp(-1).sum() + values.sum()).backward()
+    assert policy.network[0].weight.grad.abs().sum() > 0
+    env.close()
+    with pytest.raises(APIUsageError, match="PixelCNN needs image observations of rank 3"):
+        PixelCNN(craftax_env.CraftaxCompact())
 
 
 # Watching and recording a policy: puffer watch's page and puffer eval's video files.

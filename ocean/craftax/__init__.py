@@ -73,10 +73,7 @@ class Craftax(OceanEnv):
         reset_pool_seed = check_int(self.name, "reset_pool_seed", reset_pool_seed, 0, 2**31 - 1)
         threads = check_int(self.name, "num_threads", num_threads, 1)
         pool = reset_pool(reset_pool_size, reset_pool_seed, threads) if reset_pool_size else None
-        if self.compact:
-            self.single_observation_space = gymnasium.spaces.Box(0, 255, (COMPACT_OBS_BYTES,), np.uint8)
-        else:
-            self.single_observation_space = gymnasium.spaces.Box(0.0, 1.0, (OBS_SIZE,), np.float32)
+        self.single_observation_space = self.observation_space()
         self.single_action_space = gymnasium.spaces.Discrete(NUM_ACTIONS)
         self._states = binding.StateBuffer(check_int(self.name, "num_envs", num_envs, 1))
         super().__init__(num_envs, num_threads=num_threads, compact=int(self.compact), states=self._states,
@@ -87,6 +84,11 @@ class Craftax(OceanEnv):
         index = check_int(self.name, "state index", index, 0, self.num_envs - 1)
         states = self._states.states.reshape(self.num_envs, binding.STATE_BYTES)
         return binding.state_fields(states[index].copy())
+
+    def observation_space(self):
+        if self.compact:
+            return gymnasium.spaces.Box(0, 255, (COMPACT_OBS_BYTES,), np.uint8)
+        return gymnasium.spaces.Box(0.0, 1.0, (OBS_SIZE,), np.float32)
 
     def render(self, index=0):
         """Env ``index``'s frame: ANSI text, or with ``render_mode="rgb_array"`` its pixels,
@@ -120,3 +122,47 @@ class CraftaxCompact(Craftax):
 
     name = "puffer_craftax_compact"
     compact = True
+
+
+class CraftaxPixels(Craftax):
+    """Craftax observed in pixels, as the reference's Craftax-Pixels: each observation is the
+    reference's frame at ``observation_block_size`` pixels a cell (10, the reference's, by
+    default: 130 x 110 x 3) over 255, float32 in [0, 1], bit for bit.
+
+    The C envs step the game as CraftaxCompact's do, their compact observation written at the start
+    of each env's observation; after every reset and step each env's frame is drawn over it, on
+    ``num_threads`` threads.
+    """
+
+    name = "puffer_craftax_pixels"
+    compact = True
+
+    def __init__(self, num_envs=1, reset_pool_size=0, reset_pool_seed=0, num_threads=1, render_mode="ansi",
+                 render_block_size=16, textures="auto", observation_block_size=10, **kwargs):
+        self.observation_block_size = check_int(self.name, "observation_block_size", observation_block_size,
+                                                binding.MIN_BLOCK_PIXELS, 64)
+        self._observation_atlas = load_atlas(self.observation_block_size, None if textures in (None, "auto") else textures)
+        super().__init__(num_envs, reset_pool_size=reset_pool_size, reset_pool_seed=reset_pool_seed, num_threads=num_threads,
+                         render_mode=render_mode, render_block_size=render_block_size, textures=textures, **kwargs)
+
+    def observation_space(self):
+        return gymnasium.spaces.Box(0.0, 1.0, binding.frame_shape(self.observation_block_size), np.float32)
+
+    def reset(self, seed=0):
+        observations, infos = super().reset(seed)
+        self._draw_observations()
+        return observations, infos
+
+    def step(self, actions):
+        result = super().step(actions)
+        self._draw_observations()
+        return result
+
+    def _draw_observations(self):
+        binding.render_observations(self._states.states, self._observation_atlas, self.observation_block_size,
+                                    self.observations, self.num_threads)
+
+    @classmethod
+    def memory_per_env(cls, compact=None, observation_block_size=10):
+        height, width, channels = binding.frame_shape(observation_block_size)
+        return binding.STATE_BYTES + height * width * channels * 4

@@ -404,6 +404,7 @@ cdef extern from "render_pixels.h":
     int render_width(int block)
     void c_render_pixels "render_pixels"(const GameState* s, const RenderTextures* t, float* frame) nogil
     void c_render_frame "render_frame"(const GameState* s, const RenderTextures* t, float* scratch, uint8_t* frame) nogil
+    void c_render_observation "render_observation"(const GameState* s, const RenderTextures* t, float* observation) nogil
 
 # The smallest cell that still has room for the inventory's digits (int(0.4 x block) pixels).
 MIN_BLOCK_PIXELS = 3
@@ -461,3 +462,22 @@ def render_frame(state, atlas, int block):
     with nogil:
         c_render_frame(s, &t, &scratch[0, 0, 0], &frame[0, 0, 0])
     return frame
+
+
+def render_observations(states, atlas, int block, cnp.ndarray[cnp.float32_t, ndim=4] out, int num_threads=1):
+    """The pixel observations of a batch of game states (num_envs x STATE_BYTES bytes) into `out`
+    (num_envs x height x width x 3 float32), on `num_threads` threads."""
+    cdef RenderTextures t = render_textures(np.ascontiguousarray(atlas, dtype=np.uint8), block)
+    cdef cnp.ndarray[cnp.uint8_t, ndim=1] data = np.ascontiguousarray(states, dtype=np.uint8).reshape(-1)
+    cdef int count = out.shape[0]
+    if data.shape[0] != count * sizeof(GameState) or (out.shape[1], out.shape[2], out.shape[3]) != frame_shape(block):
+        raise ValueError(f"{count} observations of shape {frame_shape(block)} need {count} game states, "
+                         f"got {data.shape[0]} bytes and observations of shape {(out.shape[1], out.shape[2], out.shape[3])}")
+    if not out.flags.c_contiguous:
+        raise ValueError("the observation buffer must be C-contiguous")
+    cdef const GameState* first = <const GameState*>&data[0]
+    cdef float* target = &out[0, 0, 0, 0]
+    cdef long values = render_height(block) * render_width(block) * 3
+    cdef int i
+    for i in prange(count, nogil=True, num_threads=max(num_threads, 1), schedule="static"):
+        c_render_observation(first + i, &t, target + i * values)

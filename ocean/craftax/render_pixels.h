@@ -392,3 +392,12 @@ CRAFTAX_FN void render_frame(const GameState* s, const RenderTextures* t, float*
     long values = (long)render_height(t->block) * render_width(t->block) * 3;
     for (long k = 0; k < values; k++) frame[k] = (uint8_t)scratch[k];
 }
+
+// The reference pixel env's observation (Craftax-Pixels): the frame divided by 255, which XLA
+// computes as a multiplication by the float32 reciprocal of 255.
+CRAFTAX_FN void render_observation(const GameState* s, const RenderTextures* t, float* observation) {
+    render_pixels(s, t, observation);
+    long values = (long)render_height(t->block) * render_width(t->block) * 3;
+    const float scale = 1.0f / 255.0f;
+    for (long k = 0; k < values; k++) observation[k] *= scale;
+}

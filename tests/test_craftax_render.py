@@ -159,7 +159,7 @@ def scenarios():
     return states
 
 
-SCENARIOS = scenarios() if binding is not None else []
+SCENARIOS = scenarios()
 
 
 # The renderer compiles for the device from the same source (CRAFTAX_FN functions).

@@ -1,12 +1,7 @@
 """PuffeRL: advantage kernel, prioritized replay, configs and flags, learning, checkpoints, CLI."""
 
 import json
-import os
-import signal
 import subprocess
-import sys
-import threading
-import time
 from pathlib import Path
 
 import gymnasium
@@ -180,15 +175,6 @@ def test_unknown_flags_suggest_the_closest():
         apply_flags(config, ["--train.learning-rate"])
     with pytest.raises(ConfigError, match="Did you mean puffer_squared"):
         load_config("puffer_sqared")
-
-
-def test_cli_reports_flag_errors(capsys):
-    assert cli.main(["train", "puffer_squared", "--train.learning-rat", "0.1"]) == 2
-    assert "Did you mean --train.learning-rate" in capsys.readouterr().err
-    assert cli.main(["trian", "puffer_squared"]) == 2
-    assert "Did you mean train" in capsys.readouterr().err
-    assert cli.main(["train", "puffer_squared", "--help"]) == 0
-    assert "--train.learning-rate" in capsys.readouterr().out
 
 
 def test_vec_timeout_reaches_the_workers_and_bad_values_are_explained():
@@ -373,102 +359,6 @@ def test_seeded_runs_are_reproducible():
         results.append([p.detach().clone() for p in trainer.policy.parameters()])
         trainer.close()
     assert all(torch.equal(a, b) for a, b in zip(*results))
-
-
-# -- the command line ----------------------------------------------------------------------------
-
-
-def test_train_resume_eval_and_plot_from_the_cli(tmp_path, capsys):
-    flags = ["--train.data-dir", str(tmp_path), "--train.dashboard", "plain", "--vec.num-envs", "64"]
-    # bandit.ini: horizon 16, so 64 envs make batches of 1024 steps.
-    assert cli.main(["train", "bandit", "--train.total-timesteps", "2048", *flags]) == 0
-    out = capsys.readouterr().out
-    assert "Finished" in out and "Checkpoint:" in out
-    [run] = run_dirs(tmp_path, "puffer_bandit")
-    assert len((run / "metrics.jsonl").read_text().splitlines()) == 2
-
-    # --resume with a larger budget continues the same run from where it stopped.
-    assert cli.main(["train", "bandit", "--resume", "latest", "--train.total-timesteps", "4096", *flags]) == 0
-    lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-    assert [line["epoch"] for line in lines] == [1, 2, 3, 4]
-    assert read_checkpoint(run)["global_step"] == 4096
-
-    assert cli.main(["eval", "bandit", "--load-model-path", "latest", "--eval.fps", "0", "--eval.episodes", "2", *flags[:2]]) == 0
-    assert "Mean return of agent 0 over 2 episodes" in capsys.readouterr().out
-
-    assert cli.main(["plot", str(run), "--metric", "env/score"]) == 0
-    assert (run / "env_score.png").stat().st_size > 0
-    # An env name finds its newest run under the folder train was given.
-    assert cli.main(["plot", "bandit", *flags[:2], "--output", str(tmp_path / "by_name.png")]) == 0
-    assert (tmp_path / "by_name.png").stat().st_size > 0
-
-
-def press_ctrl_c_once(folder, after_first_line=True):
-    """Sends SIGINT to this process once training has started (its metrics file has a line, or,
-    for a first epoch that is long, its run folder exists)."""
-
-    def press():
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            started = [p for p in folder.glob("*/metrics.jsonl") if p.stat().st_size or not after_first_line]
-            if started:
-                break
-            time.sleep(0.05)
-        time.sleep(0.2)
-        os.kill(os.getpid(), signal.SIGINT)
-
-    thread = threading.Thread(target=press)
-    thread.start()
-    return thread
-
-
-def test_ctrl_c_saves_and_exits_with_130(tmp_path):
-    handler_before = signal.getsignal(signal.SIGINT)
-    presser = press_ctrl_c_once(tmp_path)
-    code = cli.main(["train", "puffer_squared", "--vec.num-envs", "64", "--train.total-timesteps", "100_000_000",
-                     "--train.data-dir", str(tmp_path), "--train.dashboard", "plain", "--train.device", "cpu"])
-    presser.join()
-    assert code == 130
-    checkpoint = read_checkpoint(run_dirs(tmp_path, "puffer_squared")[-1])
-    assert 0 < checkpoint["global_step"] < 100_000_000
-    assert checkpoint["global_step"] == checkpoint["epoch"] * 64 * 32  # whole epochs only
-    assert signal.getsignal(signal.SIGINT) is handler_before  # handler restored
-
-
-@pytest.mark.parametrize("inherited", ["ignored", "blocked"])
-def test_sigint_stops_a_run_started_with_it_ignored_or_blocked(tmp_path, inherited):
-    """A script's background job starts with SIGINT ignored, and a parent process may leave it
-    blocked: kill -INT still stops the run as Ctrl-C does."""
-
-    def inherit():
-        if inherited == "ignored":
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-        else:
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-
-    command = [sys.executable, "-m", "pufferlib.cli", "train", "puffer_squared", "--vec.num-envs", "64",
-               "--train.total-timesteps", "100_000_000", "--train.data-dir", str(tmp_path), "--train.dashboard", "plain",
-               "--train.device", "cpu"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=inherit)
-    deadline = time.time() + 120
-    while time.time() < deadline and process.poll() is None and not any(p.stat().st_size for p in tmp_path.glob("*/metrics.jsonl")):
-        time.sleep(0.1)
-    process.send_signal(signal.SIGINT)
-    try:
-        out, err = process.communicate(timeout=60)
-    finally:
-        process.kill()
-    assert process.returncode == 130, (out, err)
-
-
-def test_ctrl_c_stops_a_long_epoch_at_the_next_step(tmp_path):
-    # One epoch of 16 envs x 100,000 steps takes many seconds; the press comes in the first one.
-    config = config_for("puffer_squared", "--vec.num-envs", "16", "--train.horizon", "100_000",
-                        "--train.minibatch-size", "100_000", "--train.total-timesteps", "1_600_000", data_dir=tmp_path)
-    presser = press_ctrl_c_once(tmp_path, after_first_line=False)
-    trainer = run.train("puffer_squared", config)
-    presser.join()
-    assert trainer.interrupted and trainer.epoch == 0 and trainer.global_step == 0
 
 
 def test_a_recurrent_width_unlike_the_policys_is_a_config_error():

@@ -40,6 +40,7 @@ import statistics
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -129,6 +130,41 @@ def numpy_squared_sps(num_envs, seconds):
         env.step(cache[steps % ACTION_CACHE])
         steps += 1
     return steps * num_envs / (time.perf_counter() - start)
+
+
+COPY_BYTES = 256 * 2**20  # each of the two arrays: far larger than any cache
+
+
+def copy_bandwidth(threads, repeats=5):
+    """Bytes per second a STREAM-like copy moves (each byte read once and written once, counted
+    twice as STREAM does) with `threads` threads each copying its own slice: numpy releases the
+    GIL for the copy, so the threads run at once."""
+    source = np.ones(COPY_BYTES // 8)
+    target = np.zeros_like(source)
+    bounds = np.linspace(0, len(source), threads + 1).astype(int)
+    slices = [slice(low, high) for low, high in zip(bounds[:-1], bounds[1:])]
+
+    def copy(part):
+        np.copyto(target[part], source[part])
+
+    best = float("inf")
+    with ThreadPoolExecutor(threads) as pool:
+        for _ in range(repeats):
+            start = time.perf_counter()
+            list(pool.map(copy, slices))
+            best = min(best, time.perf_counter() - start)
+    return 2 * source.nbytes / best
+
+
+def bytes_per_agent_step(env):
+    """Bytes one agent step reads or writes at least once: its share of its env's saved state (the
+    env struct and episode record) and of the buffers; None for an env that cannot be saved."""
+    state = env.c_envs.save_state()
+    if state is None:
+        return None
+    buffers = env.observations.nbytes + env.actions.nbytes + env.rewards.nbytes + env.terminals.nbytes
+    buffers += env.truncations.nbytes
+    return (len(state) + buffers) / env.num_agents
 
 
 def cpu_name():
@@ -402,13 +438,32 @@ def main():
     header = f"{'env':<20}{'envs':>7}{'1 thread':>11}{f'{cores} threads':>12}{'scaling':>9}"
     print(header)
     print("-" * len(header))
+    bandwidth = copy_bandwidth(cores) if envs else None
+    traffic = []
     for name in envs:
         for count in counts:
             single = steps_per_second(ocean.make(name, num_envs=count, num_threads=1), args.seconds)
-            multi = steps_per_second(ocean.make(name, num_envs=count, num_threads=cores), args.seconds)
+            threaded = ocean.make(name, num_envs=count, num_threads=cores)
+            multi = steps_per_second(threaded, args.seconds)
             print(f"{name:<20}{count:>7}{single / 1e6:>11.1f}{multi / 1e6:>12.1f}{multi / single:>8.2f}x")
             records.append(results.measurement("ocean", name, f"{count:,} envs, 1 thread", single, "steps/s"))
             records.append(results.measurement("ocean", name, f"{count:,} envs, {threads_setting(cores)}", multi, "steps/s"))
+            moved = bytes_per_agent_step(threaded)
+            if moved is not None:
+                share = multi * moved / bandwidth
+                working_set = moved * threaded.num_agents / 2**20
+                traffic.append((name, count, share, working_set))
+                records.append(results.measurement(
+                    "ocean", f"{name}: bytes touched per second against the copy bandwidth",
+                    f"{count:,} envs, {threads_setting(cores)}", share * 100, "%",
+                    note=f"{moved:.0f} bytes an agent step touches, {working_set:.1f} MiB in all (where caches hold "
+                         f"them, more than memory could bring); STREAM-like copy {bandwidth / 1e9:.1f} GB/s on "
+                         f"{cores} threads in the same run"))
+    if traffic:
+        print(f"\nSTREAM-like copy on {cores} threads: {bandwidth / 1e9:.1f} GB/s. The bytes the envs above touch per "
+              f"second on {cores} threads,\nas a share of it (a working set that the caches hold can exceed 100%):")
+        for name, count, share, working_set in traffic:
+            print(f"  {name:<20}{count:>7} envs{share:>8.1%} of the copy bandwidth, working set {working_set:.1f} MiB")
     print()
     for count in counts:
         ours = steps_per_second(ocean.make("squared", num_envs=count), args.seconds)

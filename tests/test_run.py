@@ -1,17 +1,23 @@
 """A run's lifecycle as users drive it: train, stop (SIGTERM, what timeout, docker stop and Slurm
 send), resume, extend. Each ends with a checkpoint that resumes, and an extended run's learning
-rate moves."""
+rate moves. Checkpoints leave training as it was, a crashed run resumes past its last checkpoint,
+a larger budget stretches the rest of the schedule, the summary scores the final policy, and a
+disk that is read-only or full is a one-line error."""
 
 import json
 import os
 import signal
+import subprocess
 import threading
 import time
 
 import pytest
+import torch
+from conftest import unavailable
+from helpers import config_for, make_trainer, run_epochs
 
-from pufferlib import cli
-from pufferlib.checkpoint import read_checkpoint, run_dirs
+from pufferlib import cli, pufferl, run
+from pufferlib.checkpoint import CheckpointError, read_checkpoint, run_dirs, save_atomic
 from pufferlib.config import apply_flags, load_config
 from pufferlib.pufferl import NonFiniteError
 from pufferlib.run import TrainingRun
@@ -106,3 +112,127 @@ def test_a_non_finite_update_says_what_the_last_checkpoint_holds(tmp_path, monke
             run.epoch()
     finally:
         run.close()
+
+
+def metric_lines(run_dir):
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in row.items() if k not in ("time", "sps") and not k.startswith("timing/")} for row in rows]
+
+
+@pytest.mark.parametrize("batch_size", ["auto", "32"])  # 32: two env objects, each stepped in a thread
+def test_checkpoints_do_not_change_training(tmp_path, batch_size):
+    runs = []
+    for interval in (0, 3):
+        config = config_for("puffer_squared", "--vec.num-envs", "64", "--train.total-timesteps", "40_000",
+                            "--vec.batch-size", batch_size,
+                            "--train.checkpoint-interval", str(interval), data_dir=tmp_path / str(interval))
+        runs.append(run.train("puffer_squared", config))
+    plain, checkpointed = runs
+    assert metric_lines(plain.run_dir) == metric_lines(checkpointed.run_dir)
+    assert all(torch.equal(a, b) for a, b in zip(plain.policy.parameters(), checkpointed.policy.parameters()))
+
+
+@pytest.mark.parametrize("batch_size", ["auto", "32"])
+def test_resume_after_a_crash_rewrites_the_metrics_past_the_checkpoint(tmp_path, monkeypatch, batch_size):
+    config = config_for("puffer_squared", "--vec.num-envs", "64", "--train.total-timesteps", "20_480",
+                        "--vec.batch-size", batch_size, "--train.checkpoint-interval", "3", data_dir=tmp_path)
+    uninterrupted = run.train("puffer_squared", config)
+
+    # A crash in epoch 5, after the checkpoint of epoch 3 and the metrics of epoch 4.
+    train_epoch = pufferl.PuffeRL.train
+
+    def crash_in_epoch_5(trainer):
+        if trainer.epoch == 4:
+            raise RuntimeError("the machine went down")
+        train_epoch(trainer)
+
+    monkeypatch.setattr(pufferl.PuffeRL, "train", crash_in_epoch_5)
+    with pytest.raises(RuntimeError, match="went down"):
+        run.train("puffer_squared", config)
+    monkeypatch.undo()
+    crashed = run_dirs(tmp_path, "puffer_squared")[-1]
+    assert [row["epoch"] for row in metric_lines(crashed)] == [1, 2, 3, 4]
+    assert read_checkpoint(crashed)["epoch"] == 3
+
+    resumed = run.train("puffer_squared", read_checkpoint(crashed)["config"], resume=str(crashed))
+    assert [row["epoch"] for row in metric_lines(resumed.run_dir)] == list(range(1, uninterrupted.epoch + 1))
+    # squared saves its env state: the resumed run is the uninterrupted one, bit for bit.
+    assert metric_lines(resumed.run_dir) == metric_lines(uninterrupted.run_dir)
+
+
+def test_a_larger_total_stretches_the_rest_of_the_schedule(tmp_path):
+    config = config_for("puffer_squared", "--vec.num-envs", "64", "--train.total-timesteps", "20_480")  # 10 epochs
+    trainer = make_trainer(config)
+    run_epochs(trainer, 4)
+    trainer.save_checkpoint(tmp_path / "checkpoint.pt")
+    assert trainer.progress() == pytest.approx(0.4)
+    longer = make_trainer(apply_flags(config, ["--train.total-timesteps", "40_960"]))  # 20 epochs now
+    longer.load_checkpoint(read_checkpoint(tmp_path / "checkpoint.pt"))
+    assert longer.progress() == pytest.approx(0.4)
+    run_epochs(longer, 1)
+    assert longer.losses["learning_rate"] == pytest.approx(pufferl.cosine_lr(config["train"]["learning_rate"], 0.4))
+    run_epochs(longer, 7)
+    assert longer.progress() == pytest.approx(0.4 + 0.6 * 8 / 16)
+
+
+def test_extending_a_finished_run_anneals_over_the_new_budget(tmp_path):
+    """A finished run's schedule has run out; given a larger total it starts again where a run
+    planned with that total would be, so the extension learns instead of stepping at rate 0."""
+    config = config_for("puffer_squared", "--vec.num-envs", "64", "--train.total-timesteps", "4096")  # 2 epochs
+    trainer = make_trainer(config)
+    run_epochs(trainer, trainer.total_epochs)
+    trainer.save_checkpoint(tmp_path / "checkpoint.pt")
+    assert trainer.progress() == 1.0
+    longer = make_trainer(apply_flags(config, ["--train.total-timesteps", "8192"]))  # 4 epochs now
+    longer.load_checkpoint(read_checkpoint(tmp_path / "checkpoint.pt"))
+    assert longer.total_epochs == 4 and longer.progress() == pytest.approx(0.5)
+    rates = []
+    for _ in range(2):
+        weights = [p.detach().clone() for p in longer.policy.parameters()]
+        run_epochs(longer, 1)
+        rates.append(longer.losses["learning_rate"])
+        assert not all(torch.equal(a, b) for a, b in zip(weights, longer.policy.parameters()))
+    base = config["train"]["learning_rate"]
+    assert rates == pytest.approx([pufferl.cosine_lr(base, 0.5), pufferl.cosine_lr(base, 0.75)])
+    assert longer.progress() == 1.0
+    trainer.close()
+    longer.close()
+
+
+def mount_tmpfs(folder, options):
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True).returncode:
+        unavailable("needs root (and mount) to make a small or read-only tmpfs")
+
+
+def test_unwritable_and_full_disks_are_one_line_errors(tmp_path, capsys):
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    assert cli.main(["train", "puffer_squared", "--train.data-dir", str(a_file / "runs")]) == 2
+    assert "puffer: error: cannot create the run folder" in capsys.readouterr().err
+
+    read_only, full = tmp_path / "read-only", tmp_path / "full"
+    mount_tmpfs(read_only, "ro,size=64k")
+    mount_tmpfs(full, "size=256k")
+    try:
+        assert cli.main(["train", "puffer_squared", "--train.data-dir", str(read_only)]) == 2
+        assert "Read-only file system" in capsys.readouterr().err
+        path = full / "checkpoint.pt"
+        save_atomic({"weights": torch.zeros(1000)}, path)
+        before = path.read_bytes()
+        with pytest.raises(CheckpointError, match="No space left on device"):
+            save_atomic({"weights": torch.zeros(100_000)}, path)
+        assert path.read_bytes() == before and sorted(p.name for p in full.iterdir()) == ["checkpoint.pt"]
+    finally:
+        subprocess.run(["umount", str(read_only)])
+        subprocess.run(["umount", str(full)])
+
+
+def test_the_summary_reports_the_final_policy_on_fresh_episodes(tmp_path, capsys):
+    config = config_for("puffer_squared", "--train.total-timesteps", "2_000_000", data_dir=tmp_path)
+    trainer = run.train("puffer_squared", config)
+    out = capsys.readouterr().out
+    final = trainer.final_score
+    assert final["episodes"] >= config["base"]["solve_episodes"]
+    assert f"Final policy on {final['episodes']:.0f} fresh episodes" in out
+    assert ("Solved: the final policy holds" in out) == (final["score"] >= 1.0)

@@ -11,7 +11,9 @@ C game's own speed, with no vector backend in between and no action drawn per st
 ENV` measures something else: the env as training runs it, at its config's env count and threads,
 through the vector backend's send/recv, with actions drawn afresh every step, so it reports less.
 The peer in the same run is the same Squared game written as vectorized numpy, the fastest way to
-write it without C.
+write it without C. Every rate is that of the median step() call over the measuring time (each
+call timed alone, after a warm-up), so that calls slowed by other processes on shared cores drop
+out of it.
 
 The games (breakout, pong, snake, connect4) have their own section (--games, 'none' to skip): each
 stepped on one thread with random actions at the size the original Ocean's figures were measured
@@ -26,9 +28,7 @@ reference does), and the memory each env holds.
 scripts/build_pufferlib3.py into a scratch venv, --peer-python its python): each game both ship,
 at matched rules where the games allow it, stepped from each project's own step() on one thread
 with the same random actions, the two sides alternating for --rounds rounds in this run (PufferLib
-3.0 runs in a process of its own, idle while Ocean steps). Each round's figure is the median
-step() call's rate, so that calls slowed by other processes on shared cores drop out of it; the
-ratio per round shows the spread.
+3.0 runs in a process of its own, idle while Ocean steps); the ratio per round shows the spread.
 
 --record stores every figure as a record (scripts/results.py) for BENCHMARKS.md.
 """
@@ -66,17 +66,9 @@ def action_cache(env):
 
 
 def steps_per_second(env, seconds):
-    """Agent steps per second over at least `seconds` of steps with the cached actions."""
-    cache = action_cache(env)
+    """Agent steps per second of the median step() call with the cached actions."""
     env.reset(0)
-    for i in range(20):
-        env.step(cache[i % ACTION_CACHE])
-    steps, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        for i in range(50):
-            env.step(cache[(steps + i) % ACTION_CACHE])
-        steps += 50
-    return steps * env.num_agents / (time.perf_counter() - start)
+    return build_pufferlib3.median_step_rate(env.step, action_cache(env), env.num_agents, seconds)
 
 
 class NumpySquared:
@@ -125,11 +117,7 @@ def numpy_squared_sps(num_envs, seconds):
     env = NumpySquared(num_envs)
     env.reset_envs(np.ones(num_envs, bool))
     cache = np.random.default_rng(0).integers(0, 5, (ACTION_CACHE, num_envs))
-    steps, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        env.step(cache[steps % ACTION_CACHE])
-        steps += 1
-    return steps * num_envs / (time.perf_counter() - start)
+    return build_pufferlib3.median_step_rate(env.step, cache, num_envs, seconds)
 
 
 COPY_BYTES = 256 * 2**20  # each of the two arrays: far larger than any cache
@@ -193,12 +181,7 @@ def numpy_game_sps(name, params, seconds):
     agents = params["num_envs"] * params.get("num_snakes", 1)
     n = 4 if name == "puffer_snake" else 7 if name == "puffer_connect4" else 3
     cache = np.random.default_rng(0).integers(0, n, (ACTION_CACHE, agents))
-    env.step(cache[0])
-    steps, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        env.step(cache[steps % ACTION_CACHE])
-        steps += 1
-    return steps * agents / (time.perf_counter() - start)
+    return build_pufferlib3.median_step_rate(env.step, cache, agents, seconds)
 
 
 def games_section(names, seconds, records):

@@ -1,6 +1,5 @@
 """PuffeRL: advantage kernel, prioritized replay, configs and flags, learning, checkpoints, CLI."""
 
-from pathlib import Path
 
 import gymnasium
 import numpy as np
@@ -8,11 +7,10 @@ import pytest
 import torch
 from helpers import config_for, make_trainer, run_epochs
 
-import ocean
 import pufferlib
 from pufferlib import assemble, cli, pufferl, run, vector
 from pufferlib.checkpoint import read_checkpoint
-from pufferlib.config import ConfigError, apply_flags, env_config_files, load_config
+from pufferlib.config import ConfigError, load_config
 from pufferlib.evaluate import RecentMean, SolveCheck
 
 # -- the advantage kernel ------------------------------------------------------------------------
@@ -122,56 +120,6 @@ def test_uniform_replay_when_alpha_is_zero():
 
 
 # -- configuration and flags ---------------------------------------------------------------------
-
-
-def test_config_layers_default_and_env_ini():
-    config = load_config("puffer_squared")
-    assert config["base"]["env_name"] == "puffer_squared"
-    assert "size" in config["env"]
-    assert isinstance(config["train"]["learning_rate"], float)
-    assert isinstance(config["train"]["total_timesteps"], int)
-
-
-@pytest.mark.parametrize("env_name", ocean.ENVS)
-def test_every_ocean_env_has_a_config_beside_it_and_trains(env_name):
-    config = config_for(env_name, "--vec.num-envs", "32", "--train.horizon", "8", "--train.minibatch-size", "128")
-    assert env_config_files()[env_name].parent == Path(ocean.__file__).parent / env_name.removeprefix("puffer_").removesuffix("_compact")
-    trainer = make_trainer(config)
-    run_epochs(trainer, 1)
-    assert trainer.global_step == trainer.num_agents * 8
-    assert all(np.isfinite(trainer.losses[key]) for key in ("policy_loss", "value_loss", "entropy"))
-    trainer.close()
-
-
-def test_flags_override_with_types():
-    config = load_config("puffer_squared")
-    apply_flags(config, [
-        "--train.learning-rate", "0.01", "--env.size=9", "--train.total_timesteps", "2e6",
-        "--train.anneal-lr", "false", "--base.rnn", "mingru", "--train.compile", "true", "--base.stop-on-solve",
-    ])
-    assert config["train"]["learning_rate"] == 0.01
-    assert config["env"]["size"] == 9
-    assert config["train"]["total_timesteps"] == 2_000_000 and isinstance(config["train"]["total_timesteps"], int)
-    assert config["train"]["anneal_lr"] is False
-    assert config["base"]["rnn"] == "mingru"
-    assert config["train"]["compile"] is True
-    assert config["base"]["stop_on_solve"] is True
-
-
-def test_unknown_flags_suggest_the_closest():
-    config = load_config("puffer_squared")
-    with pytest.raises(ConfigError, match="Did you mean --train.learning-rate"):
-        apply_flags(config, ["--train.learnin-rate", "0.1"])
-    with pytest.raises(ConfigError, match="Did you mean --env.size"):
-        apply_flags(config, ["--env.sise", "5"])
-    with pytest.raises(ConfigError, match="integer"):
-        apply_flags(config, ["--train.horizon", "3.5"])
-    with pytest.raises(ConfigError, match="true or false"):
-        apply_flags(config, ["--train.anneal-lr", "maybe"])
-    with pytest.raises(ConfigError, match="needs a value"):
-        apply_flags(config, ["--train.learning-rate"])
-    with pytest.raises(ConfigError, match="Did you mean puffer_squared"):
-        load_config("puffer_sqared")
 
 
 def test_vec_timeout_reaches_the_workers_and_bad_values_are_explained():

@@ -10,7 +10,6 @@ from helpers import config_for, make_trainer, run_epochs
 import pufferlib
 from pufferlib import assemble, cli, pufferl, run, vector
 from pufferlib.checkpoint import read_checkpoint
-from pufferlib.config import ConfigError, load_config
 from pufferlib.evaluate import RecentMean, SolveCheck
 
 # -- the advantage kernel ------------------------------------------------------------------------
@@ -117,34 +116,6 @@ def test_uniform_replay_when_alpha_is_zero():
     index, weights = pufferl.prioritized_sample(torch.randn(30, 5), 30, 0.0, 0.4, torch.Generator().manual_seed(2))
     assert sorted(index.tolist()) == list(range(30))
     assert torch.all(weights == 1)
-
-
-# -- configuration and flags ---------------------------------------------------------------------
-
-
-def test_vec_timeout_reaches_the_workers_and_bad_values_are_explained():
-    flags = ["--vec.backend", "Multiprocessing", "--vec.num-envs", "2", "--vec.num-workers", "2"]
-    assert load_config("puffer_squared")["vec"]["timeout"] == vector.DEFAULT_TIMEOUT_S
-    for given, expected in (("7.5", 7.5), ("inf", None)):
-        vecenv = assemble.make_vecenv("puffer_squared", config_for("puffer_squared", *flags, "--vec.timeout", given))
-        try:
-            assert isinstance(vecenv, vector.Multiprocessing) and vecenv.timeout == expected
-        finally:
-            vecenv.close()
-    with pytest.raises(ConfigError, match="--vec.timeout -1.0: expected a number of seconds > 0, or inf for no limit"):
-        assemble.make_vecenv("puffer_squared", config_for("puffer_squared", *flags, "--vec.timeout", "-1"))
-
-
-def test_native_env_objects_step_one_at_a_time_on_all_the_threads_or_side_by_side_on_one_each():
-    cases = (("4", "auto", [4], 0), ("4", "32", [4, 4], 1), ("4", "16", [4] * 4, 1), ("1", "16", [1] * 4, 4))
-    for num_threads, batch_size, env_threads, stepping_threads in cases:
-        config = config_for("puffer_squared", "--vec.num-envs", "64", "--vec.num-threads", num_threads, "--vec.batch-size", batch_size)
-        vecenv = assemble.make_vecenv("puffer_squared", config)
-        try:
-            assert [worker.envs[0].num_threads for worker in vecenv.workers] == env_threads
-            assert vecenv.stepping_threads == stepping_threads
-        finally:
-            vecenv.close()
 
 
 # -- learning ------------------------------------------------------------------------------------
@@ -304,16 +275,6 @@ def test_seeded_runs_are_reproducible():
         results.append([p.detach().clone() for p in trainer.policy.parameters()])
         trainer.close()
     assert all(torch.equal(a, b) for a, b in zip(*results))
-
-
-def test_a_recurrent_width_unlike_the_policys_is_a_config_error():
-    config = config_for("puffer_memory", "--policy.hidden-size", "32", "--rnn.hidden-size", "64")
-    env = assemble.make_vecenv("puffer_memory", config)
-    try:
-        with pytest.raises(ConfigError, match=r"\[rnn\] hidden_size 64 differs from \[policy\] hidden_size 32.*--policy.hidden-size 64 --rnn.hidden-size 64"):
-            assemble.make_policy(env, config)
-    finally:
-        env.close()
 
 
 # -- training you can trust ------------------------------------------------------------------

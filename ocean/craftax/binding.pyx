@@ -470,7 +470,7 @@ def render_observations(states, atlas, int block, cnp.ndarray[cnp.float32_t, ndi
     cdef RenderTextures t = render_textures(np.ascontiguousarray(atlas, dtype=np.uint8), block)
     cdef cnp.ndarray[cnp.uint8_t, ndim=1] data = np.ascontiguousarray(states, dtype=np.uint8).reshape(-1)
     cdef int count = out.shape[0]
-    if data.shape[0] != count * sizeof(GameState) or (out.shape[1], out.shape[2], out.shape[3]) != frame_shape(block):
+    if data.shape[0] != count * <long>sizeof(GameState) or (out.shape[1], out.shape[2], out.shape[3]) != frame_shape(block):
         raise ValueError(f"{count} observations of shape {frame_shape(block)} need {count} game states, "
                          f"got {data.shape[0]} bytes and observations of shape {(out.shape[1], out.shape[2], out.shape[3])}")
     if not out.flags.c_contiguous:

@@ -12,7 +12,7 @@ import numpy as np
 from ocean.craftax import binding
 
 # Block sizes the reference draws: its agent's pixel observation (10), its image size (16) and
-# its human view (64). Any size from 5 up draws; these are the ones compared with it.
+# its human view (64). Any size from binding.MIN_BLOCK_PIXELS up draws.
 REFERENCE_BLOCK_SIZES = (10, 16, 64)
 
 

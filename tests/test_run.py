@@ -229,7 +229,7 @@ def test_unwritable_and_full_disks_are_one_line_errors(tmp_path, capsys):
 
 
 def test_the_summary_reports_the_final_policy_on_fresh_episodes(tmp_path, capsys):
-    config = config_for("puffer_squared", "--train.total-timesteps", "2_000_000", data_dir=tmp_path)
+    config = config_for("puffer_squared", "--train.total-timesteps", "65_536", data_dir=tmp_path)
     trainer = run.train("puffer_squared", config)
     out = capsys.readouterr().out
     final = trainer.final_score

@@ -296,7 +296,7 @@ def test_non_finite_updates_stop_training_and_name_the_cause(tmp_path):
         assert all(torch.isfinite(t).all() for t in read_checkpoint(path)["model"].values())
 
 
-@pytest.mark.parametrize("compile", ["false", "true"])
+@pytest.mark.parametrize("compile", ["false", pytest.param("true", marks=pytest.mark.slow)])
 def test_a_non_finite_minibatch_halts_the_update_where_it_happens(compile):
     config = config_for("puffer_squared", "--train.horizon", "8", "--train.minibatch-size", "256", "--vec.num-envs", "128",
                         "--train.compile", compile)

@@ -22,6 +22,7 @@ def test_unknown_env_names_are_refused_with_the_valid_ones(flag, value, valid):
     assert result.stdout == ""
 
 
+@pytest.mark.slow
 def test_short_and_registered_names_measure_the_same_games():
     command = [sys.executable, str(SCRIPT), "--envs", "none", "--counts", "16", "--seconds", "0.01", "--craftax-envs", "0"]
     for games in ("pong,puffer_connect4", "puffer_pong,connect4"):

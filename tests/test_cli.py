@@ -479,6 +479,7 @@ def test_ctrl_c_saves_and_exits_with_130(tmp_path):
     assert signal.getsignal(signal.SIGINT) is handler_before  # handler restored
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("inherited", ["ignored", "blocked"])
 def test_sigint_stops_a_run_started_with_it_ignored_or_blocked(tmp_path, inherited):
     """A script's background job starts with SIGINT ignored, and a parent process may leave it

@@ -102,6 +102,7 @@ def test_a_dead_rank_stops_every_rank_and_keeps_the_checkpoint(tmp_path):
     read_checkpoint(run_dirs(tmp_path, "puffer_squared")[-1])  # loadable
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_rank_that_raises_stops_every_rank_with_its_error(tmp_path):
     """Rank 0 cannot make the run folder while rank 1 waits for its name in a collective."""
@@ -172,6 +173,7 @@ except ConfigError as error:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_ranks_with_different_configs_refuse_to_start(tmp_path):
     script = tmp_path / "mismatch.py"
@@ -203,6 +205,7 @@ def launch_by_hand(ranks, port, *flags):
     return [(process.communicate(timeout=90)[0], process.returncode) for process in processes]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("sizes", [("3", "3"), ("2", "3")], ids=["fewer-ranks-than-WORLD_SIZE", "WORLD_SIZE-differs"])
 def test_a_wrong_world_size_is_one_clear_error_on_every_rank(tmp_path, sizes):
@@ -254,6 +257,7 @@ assert threads() == alone, "the group's threads outlived close()"
 """
 
 
+@pytest.mark.slow
 def test_closing_the_world_stops_the_groups_threads_before_the_interpreter_exits():
     # A gloo thread still running while the interpreter exits can abort the process (SIGABRT).
     variables = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}

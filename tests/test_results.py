@@ -244,6 +244,7 @@ def test_the_command_line_leaves_out_where_the_records_went():
     assert results.command_line([script, "--record=/tmp/r.jsonl"]) == "python scripts/bench_ocean.py"
 
 
+@pytest.mark.slow
 def test_bench_ocean_records_its_figures_with_their_peers(tmp_path):
     path = tmp_path / "results.jsonl"
     bench = [sys.executable, str(REPO / "scripts" / "bench_ocean.py"), "--envs", "bandit", "--counts", "64",

@@ -15,6 +15,7 @@ def sanity(*args):
     return subprocess.run([sys.executable, str(SANITY), *args], capture_output=True, text=True, env=SUBPROCESS_ENV, cwd=ROOT)
 
 
+@pytest.mark.slow
 def test_a_run_too_short_to_solve_is_reported_with_its_final_score_against_the_target():
     # Three epochs of the bandit (256 envs x 16 steps each) are far too few to find the paying arm.
     result = sanity("--envs", "puffer_bandit", "--train.total-timesteps", "12288")

@@ -209,6 +209,7 @@ def seed_run_outcome(run_dir, solve_episodes):
     return final, next(step for step, value in scored if value >= final)
 
 
+@pytest.mark.slow
 def test_a_trial_on_several_seeds_scores_its_worst_seed_at_their_median_cost(tmp_path, capsys):
     # A learning rate that learns within the budget, and seeds whose runs reach their scores at
     # different steps, so the median differs from the worst seed's cost, the mean and the extremes.

@@ -19,10 +19,9 @@ from helpers import config_for
 
 import ocean
 import pufferlib
-from pufferlib import cli, player, run
+from pufferlib import cli, run
 from pufferlib.checkpoint import read_checkpoint, run_dirs
 from pufferlib.config import (
-    ConfigError,
     apply_config_file,
     apply_flags,
     config_file_path,
@@ -181,13 +180,6 @@ def test_suggestions_only_for_close_names():
     assert "Did you mean" not in str(error.value)
 
 
-def test_summaries_count_the_statistics_at_zero_instead_of_listing_them():
-    stats = {"score": 0.0, "collect_wood": 0.3654, "eat_cow": 0.0, "defeat_zombie": 0.0, "episodes": 104.0}
-    assert player.describe_stats(stats, "score") == "score 0, collect_wood 0.3654, episodes 104, 2 more at 0"
-    assert player.describe_stats({"score": 1.0}, "score") == "score 1"
-    assert player.describe_stats({}, "score") == ""
-
-
 def test_resuming_a_finished_run_says_it_is_complete(tmp_path, capsys):
     flags = ["--train.data-dir", str(tmp_path), "--train.dashboard", "plain", "--vec.num-envs", "64"]
     assert cli.main(["train", "bandit", "--train.total-timesteps", "1024", *flags]) == 0
@@ -235,30 +227,6 @@ def test_an_ocean_env_keeps_the_frame_that_ends_an_episode():
     final = re.sub(r"\x1b\[[0-9;]*m", "", env.final_frame(0)).split()
     assert final[target[0]][target[1]] == "@" and "*" not in "".join(final)  # the agent on its target
     assert "*" in re.sub(r"\x1b\[[0-9;]*m", "", env.render(0))  # the next episode, target ahead
-
-
-def test_gif_frame_count_reported_is_the_files(tmp_path):
-    from PIL import Image
-
-    dark, light = np.zeros((8, 8, 3), np.uint8), np.full((8, 8, 3), 255, np.uint8)
-    playback = player.Playback(fps=8)
-    for frame in [dark, dark, dark, light, light, dark]:
-        playback.show(frame, "")
-    stored = playback.save(tmp_path / "eval.gif", fps=8)
-    with Image.open(tmp_path / "eval.gif") as image:
-        assert stored == image.n_frames == 3  # repeated frames are stored once, shown for longer
-
-
-def test_a_video_format_without_its_backend_is_a_config_error(tmp_path):
-    import importlib.util
-
-    if importlib.util.find_spec("imageio_ffmpeg") or importlib.util.find_spec("av"):
-        pytest.skip("an MP4 backend is installed here")
-    playback = player.Playback(fps=8)
-    playback.show(np.zeros((8, 8, 3), np.uint8), "")
-    with pytest.raises(ConfigError, match=r"cartpole\.mp4: .*pip install imageio-ffmpeg") as error:
-        playback.save(tmp_path / "cartpole.mp4", fps=8)
-    assert "\n" not in str(error.value)
 
 
 # The library's edges.

@@ -1,8 +1,8 @@
 """A run's lifecycle as users drive it: train, stop (SIGTERM, what timeout, docker stop and Slurm
 send), resume, extend. Each ends with a checkpoint that resumes, and an extended run's learning
 rate moves. Checkpoints leave training as it was, a crashed run resumes past its last checkpoint,
-a larger budget stretches the rest of the schedule, the summary scores the final policy, and a
-disk that is read-only or full is a one-line error."""
+a larger budget stretches the rest of the schedule, the summary scores the final policy, a disk
+that is read-only or full is a one-line error, and the CPU clock counts the env workers' time."""
 
 import json
 import os
@@ -11,16 +11,19 @@ import subprocess
 import threading
 import time
 
+import gymnasium
+import numpy as np
 import pytest
 import torch
 from conftest import unavailable
 from helpers import config_for, make_trainer, run_epochs
 
-from pufferlib import cli, pufferl, run
+from pufferlib import cli, pufferl, run, vector
 from pufferlib.checkpoint import CheckpointError, read_checkpoint, run_dirs, save_atomic
 from pufferlib.config import apply_flags, load_config
+from pufferlib.emulation import GymnasiumPufferEnv
 from pufferlib.pufferl import NonFiniteError
-from pufferlib.run import TrainingRun
+from pufferlib.run import CpuClock, TrainingRun
 
 QUIET = ["--train.dashboard", "off", "--train.device", "cpu", "--vec.num-envs", "64"]
 
@@ -236,3 +239,36 @@ def test_the_summary_reports_the_final_policy_on_fresh_episodes(tmp_path, capsys
     assert final["episodes"] >= config["base"]["solve_episodes"]
     assert f"Final policy on {final['episodes']:.0f} fresh episodes" in out
     assert ("Solved: the final policy holds" in out) == (final["score"] >= 1.0)
+
+
+class BusyEnv(gymnasium.Env):
+    """Spends ``busy`` CPU seconds in every step."""
+
+    observation_space = gymnasium.spaces.Box(0, 1, (1,), np.float32)
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def __init__(self, busy):
+        self.busy = busy
+
+    def reset(self, seed=None, options=None):
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        until = time.process_time() + self.busy
+        while time.process_time() < until:
+            pass
+        return np.zeros(1, np.float32), 0.0, False, False, {}
+
+
+def test_the_cpu_clock_counts_the_env_workers_processes():
+    envs = vector.make(lambda buf=None: GymnasiumPufferEnv(env=BusyEnv(0.005), buf=buf), backend=vector.Multiprocessing,
+                       num_envs=2, num_workers=2, spin=0)  # spin 0: this process blocks while the workers step
+    try:
+        envs.reset(seed=0)
+        clock, own_start = CpuClock(envs), time.process_time()
+        for _ in range(40):
+            envs.step(np.zeros(2, np.int64))
+        workers = clock() - (time.process_time() - own_start)
+    finally:
+        envs.close()
+    assert workers >= 0.9 * 2 * 40 * 0.005  # two workers, 40 busy steps each

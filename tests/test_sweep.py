@@ -16,18 +16,14 @@ import tempfile
 import time
 from pathlib import Path
 
-import gymnasium
-import numpy as np
 import optuna
 import pytest
 from conftest import unavailable
 from optuna.trial import TrialState
 
-from pufferlib import cli, sweep, vector
+from pufferlib import cli, sweep
 from pufferlib.config import CONFIG_DIR, ConfigError, apply_config_file, apply_flags, load_config, read_ini
-from pufferlib.emulation import GymnasiumPufferEnv
 from pufferlib.evaluate import RecentMean
-from pufferlib.run import CpuClock
 
 # Tiny trials: a few epochs of 64 squared envs, scored over 20 episodes.
 TINY = [
@@ -263,39 +259,6 @@ def test_cpu_seconds_cost_is_the_trials_cpu_time(tmp_path, capsys):
     wall = json.loads((sweep_dir / "trial_0000" / "metrics.jsonl").read_text().splitlines()[-1])["time"]
     assert 0 < cost <= (wall + 1e-3) * os.cpu_count()
     assert f"after {cost:.4g} CPU s" in out and "cost (CPU s)" in out
-
-
-class BusyEnv(gymnasium.Env):
-    """Spends ``busy`` CPU seconds in every step."""
-
-    observation_space = gymnasium.spaces.Box(0, 1, (1,), np.float32)
-    action_space = gymnasium.spaces.Discrete(2)
-
-    def __init__(self, busy):
-        self.busy = busy
-
-    def reset(self, seed=None, options=None):
-        return np.zeros(1, np.float32), {}
-
-    def step(self, action):
-        until = time.process_time() + self.busy
-        while time.process_time() < until:
-            pass
-        return np.zeros(1, np.float32), 0.0, False, False, {}
-
-
-def test_the_cpu_clock_counts_the_env_workers_processes():
-    envs = vector.make(lambda buf=None: GymnasiumPufferEnv(env=BusyEnv(0.005), buf=buf), backend=vector.Multiprocessing,
-                       num_envs=2, num_workers=2, spin=0)  # spin 0: this process blocks while the workers step
-    try:
-        envs.reset(seed=0)
-        clock, own_start = CpuClock(envs), time.process_time()
-        for _ in range(40):
-            envs.step(np.zeros(2, np.int64))
-        workers = clock() - (time.process_time() - own_start)
-    finally:
-        envs.close()
-    assert workers >= 0.9 * 2 * 40 * 0.005  # two workers, 40 busy steps each
 
 
 def test_a_failing_trial_is_recorded_and_the_sweep_goes_on(tmp_path, capsys):

@@ -34,8 +34,9 @@ train: build
 test: build
 	$(BIN)/python -m pytest -q -rs --durations=15
 
-# The inner loop: everything but learning runs, image builds, Ray clusters, the JAX reference
-# and GPU tests (tests/conftest.py lists the markers).
+# The inner loop: everything but learning runs and other slow ones (compiles, runs in fresh
+# processes), image builds, Ray clusters, the JAX reference and GPU tests (tests/conftest.py
+# lists the markers).
 test-fast: build
 	$(BIN)/python -m pytest -q -rs -m "not slow and not docker and not ray and not reference and not gpu"
 

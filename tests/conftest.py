@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 MARKERS = {
-    "slow": "learning runs and long simulations",
+    "slow": "learning runs, long simulations, compiles, and runs in fresh processes (scripts, ranks)",
     "docker": "builds and runs real images; needs a docker daemon (.ci/docker.sh)",
     "ray": "starts a real local Ray cluster",
     "reference": "checks against the JAX Craftax reference (requirements-craftax.txt)",

@@ -51,7 +51,11 @@ def test_buffers_are_written_in_place(name):
     assert changed, "stepping never wrote the buffers"
 
 
-@pytest.mark.parametrize("name", ocean.ENVS)
+# The pixel env draws a 130 x 110 frame per env and step: its long rollouts run in make test only.
+ENVS_SLOW_PIXELS = [pytest.param(name, marks=pytest.mark.slow) if name == "puffer_craftax_pixels" else name for name in ocean.ENVS]
+
+
+@pytest.mark.parametrize("name", ENVS_SLOW_PIXELS)
 def test_same_seed_same_trajectory_whatever_the_thread_count(name):
     single = rollout(ocean.make(name, num_envs=64, num_threads=1), seed=7, steps=60)
     threaded = rollout(ocean.make(name, num_envs=64, num_threads=4), seed=7, steps=60)

@@ -17,7 +17,6 @@ records (scripts/results.py) for BENCHMARKS.md.
 
 import argparse
 import os
-import platform
 import re
 import sys
 import time
@@ -32,17 +31,6 @@ import results  # noqa: E402
 
 # Bytes a GPU env holds per env beyond its state and observation (the C env struct, episode sums).
 ENV_OVERHEAD_BYTES = 1024
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def kernel_times(torch, run, steps=10):
@@ -167,7 +155,7 @@ def main():
     import torch
 
     rows, gpu_rates, cpu_rates = [], [], {}
-    print(f"GPU: {torch.cuda.get_device_name()}; host: {cpu_model()}, {os.cpu_count()} cores", flush=True)
+    print(f"GPU: {torch.cuda.get_device_name()}; host: {results.cpu_model()}, {os.cpu_count()} cores", flush=True)
     for count in [int(c) for c in args.counts.split(",")]:
         for env_class in (gpu.CraftaxCompactGPU, gpu.CraftaxGPU):
             rate, note = bench_gpu(torch, env_class, count, args.pool, args.seconds, args.kernels, args.envs_per_warp)

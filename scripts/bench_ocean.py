@@ -155,17 +155,6 @@ def bytes_per_agent_step(env):
     return (len(state) + buffers) / env.num_agents
 
 
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
-
-
 # Game: (C env parameters, steps/s target on one core of an Intel Xeon of these machines: 1.5x the
 # original Ocean's figures there).
 GAME_BENCH = {
@@ -416,7 +405,7 @@ def main():
     cores = os.cpu_count()
     counts = [int(c) for c in args.counts.split(",")]
     records = []
-    print(f"{cpu_name()}, {cores} cores; steps/second in millions (agent steps), random actions from a "
+    print(f"{results.cpu_model()}, {cores} cores; steps/second in millions (agent steps), random actions from a "
           "pregenerated cache, step() called directly (no vector backend)\n")
     header = f"{'env':<20}{'envs':>7}{'1 thread':>11}{f'{cores} threads':>12}{'scaling':>9}"
     print(header)

@@ -267,17 +267,6 @@ def action_check_us(env_id, kwargs, batch, calls=20000):
     return (time.perf_counter() - start) / calls * 1e6
 
 
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
-
-
 def parse_synthetic(text):
     mean, std = text.split(":")
     return float(mean), float(std)
@@ -306,7 +295,7 @@ def main():
     cores = len(os.sched_getaffinity(0))
     mp_kwargs = {} if args.spin is None else {"spin": args.spin}
     print(f"# bench_vector: {args.num_envs} envs, {cores} cores, {args.seconds} s per run, {args.repeats} runs each")
-    print(f"CPU: {cpu_model()}; Python {sys.version.split()[0]}; gymnasium {gymnasium.__version__}")
+    print(f"CPU: {results.cpu_model()}; Python {sys.version.split()[0]}; gymnasium {gymnasium.__version__}")
     print(
         f"load average before: {' '.join(f'{load:.2f}' for load in os.getloadavg())}; "
         f"Multiprocessing spin: {args.spin if args.spin is not None else 'default'}"

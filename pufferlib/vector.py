@@ -73,6 +73,9 @@ ALIGNMENT = 64
 
 # Seconds a worker may take for one command (creating its envs, a reset, a step) by default.
 DEFAULT_TIMEOUT_S = 60.0
+# The least a Ray actor is given to start: a new process and its imports, before its env creation
+# can be timed, and slower than any env on a loaded machine.
+RAY_ACTOR_START_S = 20.0
 
 # linux/prctl.h
 PR_SET_PDEATHSIG = 1
@@ -1218,7 +1221,8 @@ class Ray(VecEnv):
         self.futures = {}
         started = [actor.node_id.remote() for actor in self.actors]
         try:
-            ready, waiting = ray.wait(started, num_returns=len(started), timeout=self.timeout)
+            self.start_timeout = None if self.timeout is None else max(self.timeout, RAY_ACTOR_START_S)
+            ready, waiting = ray.wait(started, num_returns=len(started), timeout=self.start_timeout)
             ray.get(ready)  # surfaces creation errors
             if waiting:
                 raise self._not_started(started.index(waiting[0]), options["num_cpus"])
@@ -1233,7 +1237,7 @@ class Ray(VecEnv):
         total = self.ray.cluster_resources().get("CPU", 0)
         first = worker * self.envs_per_worker
         return WorkerTimeoutError(
-            f"Ray backend: the actor of {self._describe(worker)} did not start within {self.timeout:g} s. The "
+            f"Ray backend: the actor of {self._describe(worker)} did not start within {self.start_timeout:g} s. The "
             f"cluster has {free:g} of its {total:g} CPUs free and each actor needs {cpus_each:g}: an actor waits "
             "until a CPU is free, so other actors (another vector env's) may hold them. Close those, use fewer "
             "workers or actor_options={'num_cpus': <less>}, or give slow env creation a longer timeout",

@@ -5,6 +5,8 @@
 
 import json
 import os
+import secrets
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -75,6 +77,27 @@ def result_of(process):
     line = next((line for line in reversed(stdout.splitlines()) if line.startswith("RESULT ")), None)
     assert line is not None, f"the run printed no RESULT line:\n{stdout[-2000:]}\n{stderr[-2000:]}"
     return json.loads(line[len("RESULT "):])
+
+
+# Ray's tests run in a network namespace of their own, where loopback is the only network: the
+# outer test re-runs its file's Ray tests there. Token authentication with a token made for the
+# run (passed by environment, so nothing is written to ~/.ray), and no usage reporting.
+IN_RAY_NAMESPACE = os.environ.get("PUFFER_RAY_NETNS") == "1"
+RAY_TEST_ENVIRONMENT = {"PUFFER_RAY_NETNS": "1", "RAY_AUTH_MODE": "token", "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+def run_ray_tests_privately(test_file, selection, passed, timeout):
+    """Runs ``test_file``'s tests that ``selection`` (pytest arguments) picks in a network
+    namespace of their own, and asserts that ``passed`` of them passed."""
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        pytest.skip("needs root and unshare to give Ray a loopback-only network namespace")
+    command = (f"ip link set lo up && exec {sys.executable} -m pytest {os.path.abspath(test_file)} {selection} "
+               "-q -p no:cacheprovider -o addopts=''")
+    result = subprocess.run(["unshare", "--net", "--", "sh", "-c", command], capture_output=True, text=True,
+                            timeout=timeout, cwd=ROOT,
+                            env={**SUBPROCESS_ENV, **RAY_TEST_ENVIRONMENT, "RAY_AUTH_TOKEN": secrets.token_hex(32)})
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    assert f"{passed} passed" in result.stdout, result.stdout[-3000:]
 
 
 # The image the tank tests build stage 1 on (.ci/docker.sh makes it), standing in for Docker Hub's.

@@ -9,7 +9,6 @@ worker node) or a local ``ray.init()``, and stop it by the ids of the processes 
 import functools
 import os
 import re
-import secrets
 import shutil
 import signal
 import socket
@@ -23,19 +22,13 @@ import time
 import gymnasium
 import numpy as np
 import pytest
-from conftest import random_actions
+from conftest import IN_RAY_NAMESPACE, ROOT, random_actions, run_ray_tests_privately
 
 import ocean
 from pufferlib import APIUsageError, PufferEnv, vector
 from pufferlib.emulation import GymnasiumPufferEnv
 from pufferlib.environments import classic_control, pettingzoo
 from pufferlib.vector import WorkerDiedError, WorkerError, WorkerTimeoutError
-
-# Token authentication with a token made for this run (passed by environment, so nothing is
-# written to ~/.ray), and no usage reporting.
-RAY_TEST_ENVIRONMENT = {"PUFFER_RAY_NETNS": "1", "RAY_AUTH_MODE": "token", "RAY_USAGE_STATS_ENABLED": "0"}
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-IN_RAY_NAMESPACE = os.environ.get("PUFFER_RAY_NETNS") == "1"
 
 
 class CounterEnv(gymnasium.Env):
@@ -596,7 +589,7 @@ def shared_memory_entries():
 @pytest.mark.parametrize("ending", ["close", "exit", "kill-main", "kill-main-while-hung", "term-main-while-hung"])
 def test_no_process_or_shared_memory_outlives_the_vector_env(ending):
     before = shared_memory_entries()
-    script = CHILD_SCRIPT.format(tests=os.path.join(REPO, "tests"))
+    script = CHILD_SCRIPT.format(tests=str(ROOT / "tests"))
     if ending.endswith("-while-hung"):
         # Killed from outside once worker 1 is stuck in its env, where no liveness check runs;
         # SIGTERM's default action, like SIGKILL, runs no cleanup in the main process.
@@ -627,22 +620,7 @@ def test_no_process_or_shared_memory_outlives_the_vector_env(ending):
 @pytest.mark.timeout(240)
 @pytest.mark.skipif(IN_RAY_NAMESPACE, reason="this is the outer runner")
 def test_ray_in_a_private_network_namespace():
-    if shutil.which("unshare") is None or os.geteuid() != 0:
-        pytest.skip("needs root and unshare to give Ray a loopback-only network namespace")
-    command = (
-        "ip link set lo up && exec "
-        f"{sys.executable} -m pytest {os.path.abspath(__file__)} -k ray_ -q -p no:cacheprovider -o addopts=''"
-    )
-    result = subprocess.run(
-        ["unshare", "--net", "--", "sh", "-c", command],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=230,
-        env={**os.environ, **RAY_TEST_ENVIRONMENT, "RAY_AUTH_TOKEN": secrets.token_hex(32)},
-    )
-    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
-    assert "3 passed" in result.stdout, result.stdout[-3000:]
+    run_ray_tests_privately(__file__, "-k ray_", passed=3, timeout=230)
 
 
 def free_port():

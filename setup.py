@@ -33,14 +33,18 @@ if os.environ.get("PUFFER_NATIVE") == "1":
 
 # Per-env extra flags. Craftax must match its JAX reference bit for bit: no implicit FMA
 # contraction (gcc contracts a*b+c by default whenever the target has FMA, e.g. -march=native).
-env_compile_args = {"craftax": ["-ffp-contract=off"]}
+env_compile_args = {"craftax": ["-ffp-contract=off"], "craftax_classic": ["-ffp-contract=off"]}
+
+# Headers a game includes from another game's folder: editing one rebuilds it too.
+shared_headers = {"craftax_classic": [os.path.join("ocean", "craftax", name) for name in ("common.h", "jax_random.h")]}
 
 extensions = [
     Extension(
         name=os.path.dirname(path).replace(os.sep, ".") + ".binding",
         sources=[path],
         # The game's headers and the shared ones: an edited header rebuilds the binding.
-        depends=glob.glob(os.path.join(os.path.dirname(path), "*.h")) + glob.glob(os.path.join("ocean", "*.h")),
+        depends=glob.glob(os.path.join(os.path.dirname(path), "*.h")) + glob.glob(os.path.join("ocean", "*.h"))
+        + shared_headers.get(os.path.basename(os.path.dirname(path)), []),
         include_dirs=["ocean", os.path.dirname(path), numpy.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         extra_compile_args=compile_args + env_compile_args.get(os.path.basename(os.path.dirname(path)), []),

@@ -1,0 +1,66 @@
+// The symbolic observation, as craftax/craftax_classic/renderer.py's render_craftax_symbolic:
+// the 7 x 9 view of one-hot blocks (cells off the map are OUT_OF_BOUNDS) and mob kinds, the
+// inventory and intrinsics (float16 values / 10), the direction one-hot, light and sleeping.
+#pragma once
+#include "worldgen.h"
+
+// x rounded to the nearest float16 (ties to even), for x a normal float16 or zero: the
+// reference computes the inventory in float16 before the observation widens it to float32.
+CRAFTAX_FN float classic_round_to_half(float x) {
+    uint32_t bits;
+    memcpy(&bits, &x, 4);
+    bits += 0xFFFu + ((bits >> 13) & 1u);
+    bits &= ~0x1FFFu;
+    memcpy(&x, &bits, 4);
+    return x;
+}
+
+// float16(value) / 10 as the reference's XLA program computes it: a float16 multiplication by
+// float16(0.1), whose product (exact in float32 for small integers) is rounded to float16.
+CRAFTAX_FN float classic_tenth(int32_t value) { return classic_round_to_half((float)value * classic_round_to_half(0.1f)); }
+
+// A mob kind's channel of the view: each mob in turn writes whether it is live and on screen to
+// its view cell, as the reference's scatter does (a negative view index is normalised once and a
+// write still outside the view is dropped, so a mob just off screen can clear a cell).
+CRAFTAX_FN void classic_observe_mobs(float* obs, ClassicMobs mobs, int channel, const int32_t* player) {
+    for (int k = 0; k < mobs.count; k++) {
+        int r = mobs.position[k][0] - player[0] + CLASSIC_VIEW_ROWS / 2;
+        int c = mobs.position[k][1] - player[1] + CLASSIC_VIEW_COLS / 2;
+        int on_screen = r >= 0 && r < CLASSIC_VIEW_ROWS && c >= 0 && c < CLASSIC_VIEW_COLS && mobs.mask[k];
+        if (r < 0) r += CLASSIC_VIEW_ROWS;
+        if (c < 0) c += CLASSIC_VIEW_COLS;
+        if (r >= 0 && r < CLASSIC_VIEW_ROWS && c >= 0 && c < CLASSIC_VIEW_COLS)
+            obs[(r * CLASSIC_VIEW_COLS + c) * CLASSIC_VIEW_CHANNELS + CLASSIC_NUM_BLOCKS + channel] = (float)on_screen;
+    }
+}
+
+CRAFTAX_FN void classic_observe(const ClassicState* s, float* obs) {
+    memset(obs, 0, CLASSIC_OBS_SIZE * sizeof(float));
+    const int32_t* player = s->player_position;
+    for (int vr = 0; vr < CLASSIC_VIEW_ROWS; vr++) {
+        for (int vc = 0; vc < CLASSIC_VIEW_COLS; vc++) {
+            int r = player[0] - CLASSIC_VIEW_ROWS / 2 + vr, c = player[1] - CLASSIC_VIEW_COLS / 2 + vc;
+            int in_map = r >= 0 && r < CLASSIC_MAP_SIZE && c >= 0 && c < CLASSIC_MAP_SIZE;
+            int block = in_map ? s->map[r][c] : CB_OUT_OF_BOUNDS;
+            obs[(vr * CLASSIC_VIEW_COLS + vc) * CLASSIC_VIEW_CHANNELS + block] = 1.0f;
+        }
+    }
+    ClassicState* mutable_state = (ClassicState*)s;  // classic_mobs takes writable slots; none is written
+    classic_observe_mobs(obs, CLASSIC_MOBS_OF(mutable_state->zombies, CLASSIC_MAX_ZOMBIES), 0, player);
+    classic_observe_mobs(obs, CLASSIC_MOBS_OF(mutable_state->cows, CLASSIC_MAX_COWS), 1, player);
+    classic_observe_mobs(obs, CLASSIC_MOBS_OF(mutable_state->skeletons, CLASSIC_MAX_SKELETONS), 2, player);
+    classic_observe_mobs(obs, CLASSIC_MOBS_OF(mutable_state->arrows, CLASSIC_MAX_ARROWS), 3, player);
+
+    float* rest = obs + CLASSIC_VIEW_ROWS * CLASSIC_VIEW_COLS * CLASSIC_VIEW_CHANNELS;
+    const int32_t* items = &s->inventory.wood;
+    for (int i = 0; i < CLASSIC_INVENTORY_ITEMS; i++) rest[i] = classic_tenth(items[i]);
+    rest += CLASSIC_INVENTORY_ITEMS;
+    rest[0] = classic_tenth(s->player_health);
+    rest[1] = classic_tenth(s->player_food);
+    rest[2] = classic_tenth(s->player_drink);
+    rest[3] = classic_tenth(s->player_energy);
+    rest += 4;
+    if (s->player_direction >= 1 && s->player_direction <= 4) rest[s->player_direction - 1] = 1.0f;
+    rest[4] = classic_observed_light_level(s->timestep);
+    rest[5] = (float)s->is_sleeping;
+}

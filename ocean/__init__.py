@@ -27,6 +27,7 @@ ENV_MODULES = {
     "puffer_craftax": ("ocean.craftax", "Craftax"),
     "puffer_craftax_compact": ("ocean.craftax", "CraftaxCompact"),
     "puffer_craftax_pixels": ("ocean.craftax", "CraftaxPixels"),
+    "puffer_craftax_classic": ("ocean.craftax_classic", "CraftaxClassic"),
     "puffer_breakout": ("ocean.breakout", "Breakout"),
     "puffer_pong": ("ocean.pong", "Pong"),
     "puffer_snake": ("ocean.snake", "Snake"),

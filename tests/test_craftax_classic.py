@@ -1,13 +1,16 @@
 """Craftax-Classic (ocean/craftax_classic) against the JAX reference (PyPI `craftax`, jax on CPU):
 world generation, the step under random and scripted policies through auto-resets, and the
-symbolic observation, whole states compared bit for bit."""
+symbolic observation, whole states compared bit for bit; and the Ocean env's key flow, logs and
+bad input without the reference."""
 
 import numpy as np
 import pytest
 from conftest import unavailable
 
-from ocean.craftax_classic import binding, parity
+import ocean
+from ocean.craftax_classic import CraftaxClassic, binding, parity
 from ocean.craftax_classic.state_view import STATE_DTYPE, state_fields
+from pufferlib.exceptions import ParameterError
 
 
 def require_reference():
@@ -30,12 +33,70 @@ def test_state_view_matches_the_c_layout():
     assert fields["map"].reshape(64, 64)[32, 32] == 2 and (fields["map"] == 10).any()
 
 
+def test_registered_with_the_reference_spaces():
+    env = ocean.env_creator("puffer_craftax_classic")(num_envs=2)
+    assert env.single_observation_space.shape == (1345,)
+    assert env.single_action_space.n == 17
+    observations, _ = env.reset(seed=3)
+    assert observations.dtype == np.float32 and observations.shape == (2, 1345)
+    env.close()
+
+
+def test_env_plays_the_reference_key_flow_step_for_step():
+    """Env i seeded with s is World(split(PRNGKey(s + i))[1]) stepped with rng, key = split(rng)."""
+    env = CraftaxClassic(num_envs=3)
+    observations, _ = env.reset(seed=11)
+    worlds = [binding.World(binding.split(seed_key(11 + i), 1)) for i in range(3)]
+    chains = [binding.split(seed_key(11 + i), 0) for i in range(3)]
+    actions = np.random.default_rng(0)
+    finished = 0
+    for _ in range(400):
+        action = actions.integers(0, 17, size=3).astype(np.int32)
+        observations, rewards, terminals, truncations, _ = env.step(action)
+        for i, world in enumerate(worlds):
+            step_key = binding.split(chains[i], 1)
+            chains[i] = binding.split(chains[i], 0)
+            reward, done = world.step(step_key, int(action[i]))
+            finished += done
+            assert np.array_equal(binding.env_state_bytes(env.c_envs, i), world.state_bytes())
+            assert np.array_equal(observations[i], world.observation())
+            assert rewards[i] == np.float32(reward) and bool(terminals[i] or truncations[i]) == done
+    assert finished > 0, "random play should end some episodes (lava, starvation) in 400 steps"
+    env.close()
+
+
+def test_episode_logs_count_achievements_and_deaths():
+    env = CraftaxClassic(num_envs=8, log_interval=1)
+    env.reset(seed=0)
+    actions = np.random.default_rng(1)
+    logs = []
+    for _ in range(300):
+        _, _, _, _, infos = env.step(actions.integers(0, 17, size=8).astype(np.int32))
+        logs += infos
+    assert logs, "random play ends episodes within 300 steps"
+    for log in logs:
+        rates = [log[name] for name in ("collect_wood", "place_table", "eat_cow", "make_iron_sword")]
+        assert all(0.0 <= rate <= 1.0 for rate in rates)
+        assert 0.0 <= log["score"] <= 100.0 and 0.0 <= log["died"] <= 1.0
+    env.close()
+
+
 def test_bad_input_is_refused_with_the_valid_range():
+    with pytest.raises(ParameterError, match="num_envs"):
+        CraftaxClassic(num_envs=0)
     world = binding.World(seed_key(0))
     with pytest.raises(ValueError, match="0..16"):
         world.step(seed_key(1), 17)
     with pytest.raises(ValueError, match="bytes"):
         world.load_state_bytes(b"\x00" * 10)
+
+
+def test_render_shows_the_view_and_inventory():
+    env = CraftaxClassic(num_envs=1)
+    env.reset(seed=0)
+    text = env.render(0)
+    assert "health 9" in text and "wood 0" in text and "^@" in text
+    env.close()
 
 
 @pytest.mark.reference

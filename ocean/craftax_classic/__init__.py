@@ -1,3 +1,36 @@
 """Craftax-Classic: one 64 x 64 floor, 17 actions, 22 achievements, as the JAX package's
-``craftax.craftax_classic``, bit for bit: the game logic (C headers), its ``World`` binding and
-the parity harness."""
+``craftax.craftax_classic`` (``Craftax-Classic-Symbolic-v1``), bit for bit."""
+
+import gymnasium
+import numpy as np
+
+from ocean.craftax_classic import binding
+from ocean.craftax_classic.state_view import state_fields
+from ocean.env import OceanEnv, check_int
+
+NUM_ACTIONS = 17
+
+
+class CraftaxClassic(OceanEnv):
+    """Craftax-Classic with the reference's symbolic observation (1,345 floats: the 7 x 9 view of
+    one-hot blocks and mobs, inventory, intrinsics, direction, light, sleeping).
+
+    Reward: +1 per achievement unlocked plus 0.1 x the change in health. An episode ends when the
+    player dies or walks into lava (terminal) or after 10,000 steps (truncated). Env i seeded with
+    s plays the reference's auto-resetting env from PRNGKey(s + i). Logs: ``score`` (percentage
+    of the 22 achievements), ``died``, and one unlock rate per achievement.
+    """
+
+    name = "puffer_craftax_classic"
+    binding = binding
+
+    def __init__(self, num_envs=1, num_threads=1, **kwargs):
+        check_int(self.name, "num_envs", num_envs, 1)
+        self.single_observation_space = gymnasium.spaces.Box(0.0, 1.0, (binding.OBS_SIZE,), np.float32)
+        self.single_action_space = gymnasium.spaces.Discrete(NUM_ACTIONS)
+        super().__init__(num_envs, num_threads=num_threads, **kwargs)
+
+    def state(self, index=0):
+        """Env ``index``'s game state, copied, as {reference field name: numpy array}."""
+        index = check_int(self.name, "state index", index, 0, self.num_envs - 1)
+        return state_fields(binding.env_state_bytes(self.c_envs, index))

@@ -81,3 +81,50 @@ cdef class World:
 def state_size():
     """sizeof(ClassicState), to check the Python view of its layout."""
     return sizeof(ClassicState)
+
+
+cdef extern from "craftax_classic.h":
+    ctypedef struct Log:
+        float score
+        float died
+        float collect_wood
+        float place_table
+        float eat_cow
+        float collect_sapling
+        float collect_drink
+        float make_wood_pickaxe
+        float make_wood_sword
+        float place_plant
+        float defeat_zombie
+        float collect_stone
+        float place_stone
+        float eat_plant
+        float defeat_skeleton
+        float make_stone_pickaxe
+        float make_stone_sword
+        float wake_up
+        float place_furnace
+        float collect_coal
+        float collect_iron
+        float collect_diamond
+        float make_iron_pickaxe
+        float make_iron_sword
+    ctypedef struct Env "CraftaxClassic":
+        ClassicState state
+
+cdef extern from *:
+    "#define Env CraftaxClassic"
+
+OBS_SIZE = CLASSIC_OBS_SIZE
+
+
+cdef int configure(Env* env, dict params) except -1:
+    return 0
+
+include "vecenv.pxi"
+
+
+def env_state_bytes(CVecEnv vecenv, int index):
+    """Env ``index``'s game state as bytes (state_view.STATE_DTYPE), copied."""
+    cdef Env* env = &vecenv.vec.envs[index]
+    return np.frombuffer((<char*>&env.state)[:sizeof(ClassicState)], dtype=np.uint8).copy()

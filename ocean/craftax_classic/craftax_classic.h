@@ -1,0 +1,147 @@
+// puffer_craftax_classic: the Ocean env around the Craftax-Classic game logic, stepped by the
+// shared vecenv (ocean/vecenv.h).
+//
+// Keys follow the reference's usage: env seeded with `seed` starts from K = PRNGKey(seed),
+// splits (rng, reset_key) = split(K) and generates its first world from reset_key; every step
+// splits (rng, step_key) = split(rng) and runs the auto-resetting env's step with step_key, whose
+// second half (split(step_key)[1]) generates the next episode's world. The state lives in the
+// env's struct, so checkpoints save it whole.
+#pragma once
+#include <stddef.h>
+#include <stdio.h>
+
+#include "game_logic.h"
+#include "observation.h"
+
+// Episode statistics (sums over finished episodes; the vecenv divides by their count). The
+// achievement fields, in Achievement order, give per-achievement unlock rates.
+typedef struct {
+    float score;  // percentage of the 22 achievements unlocked
+    float died;   // 1 when the episode ended by death (health or lava), 0 when out of time
+    float collect_wood;
+    float place_table;
+    float eat_cow;
+    float collect_sapling;
+    float collect_drink;
+    float make_wood_pickaxe;
+    float make_wood_sword;
+    float place_plant;
+    float defeat_zombie;
+    float collect_stone;
+    float place_stone;
+    float eat_plant;
+    float defeat_skeleton;
+    float make_stone_pickaxe;
+    float make_stone_sword;
+    float wake_up;
+    float place_furnace;
+    float collect_coal;
+    float collect_iron;
+    float collect_diamond;
+    float make_iron_pickaxe;
+    float make_iron_sword;
+} Log;
+
+CRAFTAX_STATIC_ASSERT(offsetof(Log, make_iron_sword) - offsetof(Log, collect_wood) == (CLASSIC_NUM_ACHIEVEMENTS - 1) * sizeof(float),
+                      "Log holds one float per achievement, in Achievement order");
+
+typedef struct {
+    float* observations;  // CLASSIC_OBS_SIZE floats per env
+    int* actions;
+    float* rewards;
+    unsigned char* terminals;
+    unsigned char* truncations;
+    uint64_t rng;  // the seed, set by the vecenv before the first reset
+    Log log;
+    Key key;             // the key chain the steps split from
+    int world_is_fresh;  // the ending step already generated the next episode's world
+    ClassicState state;
+} CraftaxClassic;
+
+static void c_reset(CraftaxClassic* env) {
+    if (env->world_is_fresh) {
+        env->world_is_fresh = 0;
+    } else {
+        Key root = key_from_seed(env->rng);
+        env->key = key_split_at(root, 0);
+        ClassicScratch scratch;
+        classic_generate_world(key_split_at(root, 1), &env->state, &scratch);
+    }
+    classic_observe(&env->state, env->observations);
+}
+
+static void log_episode(CraftaxClassic* env, int died) {
+    float unlocked = 0.0f;
+    float* rates = &env->log.collect_wood;
+    for (int i = 0; i < CLASSIC_NUM_ACHIEVEMENTS; i++) {
+        rates[i] += (float)env->state.achievements[i];
+        unlocked += (float)env->state.achievements[i];
+    }
+    env->log.score += 100.0f * unlocked / (float)CLASSIC_NUM_ACHIEVEMENTS;
+    env->log.died += (float)died;
+}
+
+static int c_step(CraftaxClassic* env) {
+    ClassicState* s = &env->state;
+    Key step_key = key_split2(&env->key);
+    ClassicScratch scratch;
+    env->rewards[0] = classic_step(key_split_at(step_key, 0), s, env->actions[0], &scratch);
+    int died = s->player_health <= 0 || s->map[s->player_position[0]][s->player_position[1]] == CB_LAVA;
+    int out_of_time = s->timestep >= CLASSIC_MAX_TIMESTEPS;
+    env->terminals[0] = (unsigned char)died;
+    env->truncations[0] = (unsigned char)(out_of_time && !died);
+    if (died || out_of_time) {
+        log_episode(env, died);
+        classic_generate_world(key_split_at(step_key, 1), s, &scratch);
+        env->world_is_fresh = 1;
+        return 1;
+    }
+    classic_observe(s, env->observations);
+    return 0;
+}
+
+// Two characters per cell of the player's 7 x 9 view, then the inventory and intrinsics.
+static int c_render(CraftaxClassic* env, char* buf, int capacity) {
+    static const char* glyphs[CLASSIC_NUM_BLOCKS] = {"??", "  ", "..", "~~", "##", "TT", "==", "__", "cc", "ii",
+                                                     "DD", "tb", "fu", "::", "LL", "pp", "PP"};
+    static const int colours[CLASSIC_NUM_BLOCKS] = {0, 0, 32, 34, 37, 32, 33, 90, 90, 33, 96, 33, 31, 93, 91, 32, 92};
+    static const char* mob_glyphs[CLASSIC_NUM_MOB_KINDS] = {"Zz", "Co", "Sk", "->"};
+    static const char* player_glyphs[5] = {"@@", "<@", "@>", "^@", "@v"};
+    const ClassicState* s = &env->state;
+    float obs[CLASSIC_OBS_SIZE];
+    classic_observe(s, obs);
+    int n = 0;
+#define EMIT(...) n += snprintf(buf + n, n < capacity ? capacity - n : 0, __VA_ARGS__)
+    EMIT("step %d  health %d  food %d  drink %d  energy %d  light %.2f%s\n", s->timestep, s->player_health,
+         s->player_food, s->player_drink, s->player_energy, s->light_level, s->is_sleeping ? "  asleep" : "");
+    for (int r = 0; r < CLASSIC_VIEW_ROWS; r++) {
+        for (int c = 0; c < CLASSIC_VIEW_COLS; c++) {
+            const float* cell = obs + (r * CLASSIC_VIEW_COLS + c) * CLASSIC_VIEW_CHANNELS;
+            if (r == CLASSIC_VIEW_ROWS / 2 && c == CLASSIC_VIEW_COLS / 2) {
+                EMIT("\033[1;97m%s\033[0m", player_glyphs[s->player_direction % 5]);
+                continue;
+            }
+            const char* mob = 0;
+            for (int k = 0; k < CLASSIC_NUM_MOB_KINDS && !mob; k++) {
+                if (cell[CLASSIC_NUM_BLOCKS + k] != 0.0f) mob = mob_glyphs[k];
+            }
+            int block = 0;
+            for (int b = 0; b < CLASSIC_NUM_BLOCKS; b++) {
+                if (cell[b] != 0.0f) block = b;
+            }
+            if (mob) {
+                EMIT("\033[1;91m%s\033[0m", mob);
+            } else {
+                EMIT("\033[%dm%s\033[0m", colours[block], glyphs[block]);
+            }
+        }
+        EMIT("\n");
+    }
+    const ClassicInventory* inv = &s->inventory;
+    EMIT("wood %d stone %d coal %d iron %d diamond %d sapling %d\n", inv->wood, inv->stone, inv->coal, inv->iron,
+         inv->diamond, inv->sapling);
+    EMIT("pickaxes %d %d %d  swords %d %d %d\n", inv->wood_pickaxe, inv->stone_pickaxe, inv->iron_pickaxe,
+         inv->wood_sword, inv->stone_sword, inv->iron_sword);
+#undef EMIT
+    return n < capacity ? n : capacity - 1;
+}

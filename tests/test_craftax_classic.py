@@ -81,6 +81,23 @@ def test_episode_logs_count_achievements_and_deaths():
     env.close()
 
 
+def test_saved_state_continues_the_same_steps():
+    actions = np.random.default_rng(2).integers(0, 17, size=(120, 4)).astype(np.int32)
+    env = CraftaxClassic(num_envs=4)
+    env.reset(seed=7)
+    for action in actions[:60]:
+        env.step(action)
+    saved = env.get_state()
+    assert saved is not None
+    later = [env.step(action)[0].copy() for action in actions[60:]]
+    resumed = CraftaxClassic(num_envs=4)
+    resumed.set_state(saved)
+    for action, expected in zip(actions[60:], later):
+        assert np.array_equal(resumed.step(action)[0], expected)
+    env.close()
+    resumed.close()
+
+
 def test_bad_input_is_refused_with_the_valid_range():
     with pytest.raises(ParameterError, match="num_envs"):
         CraftaxClassic(num_envs=0)

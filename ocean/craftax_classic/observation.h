@@ -22,11 +22,12 @@ CRAFTAX_FN float classic_tenth(int32_t value) { return classic_round_to_half((fl
 // A mob kind's channel of the view: each mob in turn writes whether it is live and on screen to
 // its view cell, as the reference's scatter does (a negative view index is normalised once and a
 // write still outside the view is dropped, so a mob just off screen can clear a cell).
-CRAFTAX_FN void classic_observe_mobs(float* obs, ClassicMobs mobs, int channel, const int32_t* player) {
-    for (int k = 0; k < mobs.count; k++) {
-        int r = mobs.position[k][0] - player[0] + CLASSIC_VIEW_ROWS / 2;
-        int c = mobs.position[k][1] - player[1] + CLASSIC_VIEW_COLS / 2;
-        int on_screen = r >= 0 && r < CLASSIC_VIEW_ROWS && c >= 0 && c < CLASSIC_VIEW_COLS && mobs.mask[k];
+CRAFTAX_FN void classic_observe_mobs(float* obs, const int32_t (*position)[2], const uint8_t* mask, int count, int channel,
+                                     const int32_t* player) {
+    for (int k = 0; k < count; k++) {
+        int r = position[k][0] - player[0] + CLASSIC_VIEW_ROWS / 2;
+        int c = position[k][1] - player[1] + CLASSIC_VIEW_COLS / 2;
+        int on_screen = r >= 0 && r < CLASSIC_VIEW_ROWS && c >= 0 && c < CLASSIC_VIEW_COLS && mask[k];
         if (r < 0) r += CLASSIC_VIEW_ROWS;
         if (c < 0) c += CLASSIC_VIEW_COLS;
         if (r >= 0 && r < CLASSIC_VIEW_ROWS && c >= 0 && c < CLASSIC_VIEW_COLS)
@@ -45,11 +46,10 @@ CRAFTAX_FN void classic_observe(const ClassicState* s, float* obs) {
             obs[(vr * CLASSIC_VIEW_COLS + vc) * CLASSIC_VIEW_CHANNELS + block] = 1.0f;
         }
     }
-    ClassicState* mutable_state = (ClassicState*)s;  // classic_mobs takes writable slots; none is written
-    classic_observe_mobs(obs, CLASSIC_MOBS_OF(mutable_state->zombies, CLASSIC_MAX_ZOMBIES), 0, player);
-    classic_observe_mobs(obs, CLASSIC_MOBS_OF(mutable_state->cows, CLASSIC_MAX_COWS), 1, player);
-    classic_observe_mobs(obs, CLASSIC_MOBS_OF(mutable_state->skeletons, CLASSIC_MAX_SKELETONS), 2, player);
-    classic_observe_mobs(obs, CLASSIC_MOBS_OF(mutable_state->arrows, CLASSIC_MAX_ARROWS), 3, player);
+    classic_observe_mobs(obs, s->zombies.position, s->zombies.mask, CLASSIC_MAX_ZOMBIES, 0, player);
+    classic_observe_mobs(obs, s->cows.position, s->cows.mask, CLASSIC_MAX_COWS, 1, player);
+    classic_observe_mobs(obs, s->skeletons.position, s->skeletons.mask, CLASSIC_MAX_SKELETONS, 2, player);
+    classic_observe_mobs(obs, s->arrows.position, s->arrows.mask, CLASSIC_MAX_ARROWS, 3, player);
 
     float* rest = obs + CLASSIC_VIEW_ROWS * CLASSIC_VIEW_COLS * CLASSIC_VIEW_CHANNELS;
     const int32_t* items = &s->inventory.wood;

@@ -460,16 +460,79 @@ def test_the_watch_page_paints_craftax_pixels(browser, tmp_path):
         watch.stop(server, player)
 
 
+def test_the_state_an_episode_ended_in_is_kept_and_drawn_as_its_final_frame(atlases):
+    env = craftax_env.Craftax(num_envs=2, render_mode="rgb_array", render_block_size=10, reset_pool_size=2)
+    env.keep_final_frames()
+    env.reset(3)
+    assert env.final_frame(0) is None  # no episode has ended yet
+    states = env._states.states.reshape(2, binding.STATE_BYTES)
+    fields = binding.state_fields(states[0])
+    fields["timestep"][:] = 100_000 - 3  # env 0's episode reaches the time limit in 3 steps
+    fields["inventory.wood"][:] = 9
+    for _ in range(3):
+        env.step(np.zeros(2, np.int32))
+    assert env.truncations[0] and not env.truncations[1]
+    kept = env._final_states.reshape(2, binding.STATE_BYTES)
+    ended = binding.state_fields(kept[0].copy())
+    assert ended["timestep"][0] == 100_000 and ended["inventory.wood"][0] == 9  # after its last step, before the reset
+    assert binding.state_fields(states[0].copy())["timestep"][0] == 0  # the live state is the next episode's
+    final = env.final_frame(0)
+    assert final.shape == (130, 110, 3) and np.array_equal(final, binding.render_frame(kept[0], atlases[10], 10))
+    assert not np.array_equal(final, env.render(0))
+    assert env.final_frame(1) is None
+    env.close()
+
+
+@pytest.fixture(scope="module")
+def trained_craftax(tmp_path_factory):
+    """A data folder holding a briefly trained puffer_craftax policy."""
+    from pufferlib import cli
+
+    data = tmp_path_factory.mktemp("craftax_run")
+    assert cli.main(["train", "puffer_craftax", "--train.total-timesteps", "512", "--vec.num-envs", "8",
+                     "--env.reset-pool-size", "4", "--train.minibatch-size", "512", "--base.solve-episodes", "4",
+                     "--train.dashboard", "off", "--train.data-dir", str(data)]) == 0
+    return data
+
+
 @pytest.mark.slow
-def test_eval_records_a_trained_craftax_policy_to_mp4_and_gif(tmp_path, capsys):
+def test_eval_video_shows_each_episode_to_the_frame_it_ended_in(trained_craftax, tmp_path, monkeypatch, capsys):
+    from pufferlib import cli, player
+
+    # Agent 0's first episode starts 5 steps short of the time limit.
+    envs, recorded = [], []
+    reset, save = craftax_env.Craftax.reset, player.Playback.save
+
+    def reset_near_the_time_limit(self, seed=0):
+        result = reset(self, seed)
+        binding.state_fields(self._states.states.reshape(self.num_envs, binding.STATE_BYTES)[0])["timestep"][:] = 100_000 - 5
+        envs.append(self)
+        return result
+
+    def keep_frames(self, output, fps):
+        recorded.extend(self.frames)
+        return save(self, output, fps)
+
+    monkeypatch.setattr(craftax_env.Craftax, "reset", reset_near_the_time_limit)
+    monkeypatch.setattr(player.Playback, "save", keep_frames)
+    assert cli.main(["eval", "puffer_craftax", "--eval.output", str(tmp_path / "agent.gif"), "--eval.episodes", "1",
+                     "--eval.fps", "8", "--train.data-dir", str(trained_craftax)]) == 0
+    assert "Episode 1 of 1: return" in capsys.readouterr().out
+    (env,) = envs
+    # The first frame, one after each of the 5 steps, the last the state the episode ended in.
+    assert len(recorded) == 6
+    ended = env._final_states.reshape(env.num_envs, binding.STATE_BYTES)[0]
+    assert binding.state_fields(ended.copy())["timestep"][0] == 100_000
+    assert np.array_equal(recorded[-1], binding.render_frame(ended, env._atlas, env.render_block_size))
+
+
+@pytest.mark.slow
+def test_eval_records_a_trained_craftax_policy_to_mp4_and_gif(trained_craftax, tmp_path, capsys):
     import imageio.v3 as iio
 
     from pufferlib import cli
 
-    flags = ["--train.data-dir", str(tmp_path)]
-    assert cli.main(["train", "puffer_craftax", "--train.total-timesteps", "512", "--vec.num-envs", "8",
-                     "--env.reset-pool-size", "4", "--train.minibatch-size", "512", "--base.solve-episodes", "4",
-                     "--train.dashboard", "off", *flags]) == 0
+    flags = ["--train.data-dir", str(trained_craftax)]
     for name in ("agent.mp4", "agent.gif"):
         capsys.readouterr()
         assert cli.main(["eval", "puffer_craftax", "--eval.output", str(tmp_path / name), "--eval.episodes", "1",

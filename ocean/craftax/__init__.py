@@ -76,6 +76,7 @@ class Craftax(OceanEnv):
         self.single_observation_space = self.observation_space()
         self.single_action_space = gymnasium.spaces.Discrete(NUM_ACTIONS)
         self._states = binding.StateBuffer(check_int(self.name, "num_envs", num_envs, 1))
+        self._final_states = None
         super().__init__(num_envs, num_threads=num_threads, compact=int(self.compact), states=self._states,
                          reset_pool=pool, **kwargs)
 
@@ -102,10 +103,29 @@ class Craftax(OceanEnv):
         states = self._states.states.reshape(self.num_envs, binding.STATE_BYTES)
         return binding.render_frame(states[index], self._atlas, self.render_block_size)
 
+    def keep_final_frames(self):
+        """From now on, keeps each env's last frame of its latest finished episode: its text, or
+        with ``render_mode="rgb_array"`` the state it ended in (copied when an episode ends, drawn
+        only when asked for)."""
+        if self.render_mode != "rgb_array":
+            return super().keep_final_frames()
+        if self._final_states is None:
+            self._final_states = np.zeros(self.num_envs * binding.STATE_BYTES, np.uint8)
+            binding.keep_final_states(self.c_envs, self._final_states)
+
     def final_frame(self, index=0):
-        """The text of env ``index``'s last frame of its latest finished episode; None with
-        ``render_mode="rgb_array"``, whose frames are drawn from the live state alone."""
-        return super().final_frame(index) if self.render_mode != "rgb_array" else None
+        """Env ``index``'s last frame of its latest finished episode (after ``keep_final_frames``):
+        its text ('' before one ended), or with ``render_mode="rgb_array"`` its pixels as
+        ``render`` draws them (None before one ended)."""
+        if self.render_mode != "rgb_array":
+            return super().final_frame(index)
+        index = check_int(self.name, "final_frame index", index, 0, self.num_envs - 1)
+        if self._final_states is None:
+            return None
+        state = self._final_states.reshape(self.num_envs, binding.STATE_BYTES)[index]
+        if not state.any():
+            return None
+        return binding.render_frame(state, self._atlas, self.render_block_size)
 
     @classmethod
     def memory_per_env(cls, compact=None):

@@ -285,6 +285,7 @@ cdef extern from "craftax.h":
         const GameState* reset_pool
         GameState* state
         int played_action
+        GameState* final_state
     void c_generate_reset_pool "generate_reset_pool"(GameState* pool, int first, int last, int pool_size, uint64_t pool_seed) nogil
 
 cdef extern from *:
@@ -356,6 +357,18 @@ cdef int configure(Env* env, dict params) except -1:
 
 
 include "vecenv.pxi"
+
+
+def keep_final_states(CVecEnv envs, cnp.ndarray[cnp.uint8_t, ndim=1] states):
+    """From now on, each env copies the state its episode ended in into its slot of `states`
+    (num_envs x STATE_BYTES bytes, kept alive by the caller) before the autoreset replaces it."""
+    cdef int count = envs.vec.num_envs
+    if states.shape[0] != count * <long>sizeof(GameState):
+        raise ValueError(f"{count} envs keep {count * sizeof(GameState)} bytes of final states, got {states.shape[0]}")
+    cdef GameState* first = <GameState*>cnp.PyArray_DATA(states)
+    cdef int i
+    for i in range(count):
+        envs.vec.envs[i].final_state = first + i
 
 
 def state_fields(state):

@@ -129,6 +129,12 @@ typedef struct {
     // Device pool resets: the pool world whose light maps stand for the state's until the env
     // places a torch (NULL: the state holds its own).
     const GameState* light_maps_from;
+#ifndef __CUDACC__
+    // NULL, or where c_step copies the state an episode ended in before the autoreset replaces it:
+    // a viewer's last pixel frame of the episode. Host envs only, so that the device env's layout
+    // (and its kernels) stay as they are.
+    GameState* final_state;
+#endif
 } Craftax;
 
 // A device reset that generates a world needs scratch memory (ocean/vecenv_gpu.cuh).
@@ -347,6 +353,14 @@ CRAFTAX_FN void own_light_maps_before_a_torch(Craftax* env) {
     env->light_maps_from = NULL;
 }
 
+CRAFTAX_FN void keep_final_state(Craftax* env) {
+#ifndef __CUDACC__
+    if (env->final_state != NULL) memcpy(env->final_state, env->state, sizeof(GameState));
+#else
+    (void)env;
+#endif
+}
+
 CRAFTAX_FN int c_step(Craftax* env) {
     GameState* s = env->state;
     own_light_maps_before_a_torch(env);
@@ -361,6 +375,7 @@ CRAFTAX_FN int c_step(Craftax* env) {
     env->truncations[0] = (unsigned char)(out_of_time && !died_or_won);
     if (died_or_won || out_of_time) {
         log_episode(env);
+        keep_final_state(env);
         env->has_reset_key = 1;
         return 1;
     }

@@ -40,7 +40,7 @@ def breakout(**params):
 
 def test_breakout_ball_breaks_a_brick_and_bounces_back():
     env = breakout()  # 5 rows of 10 bricks; the lowest row's bottom edge is at y = 4
-    env.set_state(ball_x=2.5, ball_y=4.1, ball_vx=0.0, ball_vy=-0.4)
+    env.set_scene(ball_x=2.5, ball_y=4.1, ball_vx=0.0, ball_vy=-0.4)
     _, rewards, terminals, _, _ = env.step(STAY)
     assert rewards[0] == 1.0 and not terminals[0]
     lowest_row = 5 + 4 * 10
@@ -53,9 +53,9 @@ def test_breakout_ball_breaks_a_brick_and_bounces_back():
 def test_breakout_side_hit_reverses_the_ball_horizontally():
     env = breakout()
     # Inside the broken lowest-row cell at column 2, moving right into the brick at column 3.
-    env.set_state(ball_x=2.5, ball_y=4.1, ball_vx=0.0, ball_vy=-0.4)
+    env.set_scene(ball_x=2.5, ball_y=4.1, ball_vx=0.0, ball_vy=-0.4)
     env.step(STAY)
-    env.set_state(ball_x=2.9, ball_y=3.8, ball_vx=0.3, ball_vy=0.0)
+    env.set_scene(ball_x=2.9, ball_y=3.8, ball_vx=0.3, ball_vy=0.0)
     _, rewards, *_ = env.step(STAY)
     assert rewards[0] == 1.0 and env.state()["ball_vx"] < 0 and env.state()["ball_vy"] == 0
 
@@ -63,7 +63,7 @@ def test_breakout_side_hit_reverses_the_ball_horizontally():
 def test_breakout_paddle_angle_depends_on_where_the_ball_hits():
     for offset, expected_angle in [(0.0, 0.0), (0.5, math.pi / 6), (-1.0, -math.pi / 3)]:
         env = breakout()  # paddle 2 wide at y = 12
-        env.set_state(paddle_x=5.0, ball_x=5.0 + offset, ball_y=11.8, ball_vx=0.0, ball_vy=0.4)
+        env.set_scene(paddle_x=5.0, ball_x=5.0 + offset, ball_y=11.8, ball_vx=0.0, ball_vy=0.4)
         env.step(STAY)
         state = env.state()
         assert state["ball_vx"] == pytest.approx(0.4 * math.sin(expected_angle), abs=1e-6)
@@ -73,7 +73,7 @@ def test_breakout_paddle_angle_depends_on_where_the_ball_hits():
 
 def test_breakout_missed_ball_costs_a_life_and_is_served_again():
     env = breakout()
-    env.set_state(paddle_x=1.0, ball_x=9.0, ball_y=12.8, ball_vx=0.0, ball_vy=0.4)
+    env.set_scene(paddle_x=1.0, ball_x=9.0, ball_y=12.8, ball_vx=0.0, ball_vy=0.4)
     _, rewards, terminals, truncations, _ = env.step(STAY)
     state = env.state()
     assert state["lives"] == 4 and rewards[0] == 0 and not terminals[0] and not truncations[0]
@@ -82,9 +82,9 @@ def test_breakout_missed_ball_costs_a_life_and_is_served_again():
 
 def test_breakout_last_life_ends_the_episode_and_scores_bricks_broken_over_total():
     env = breakout(lives=1)
-    env.set_state(ball_x=7.5, ball_y=4.1, ball_vx=0.0, ball_vy=-0.4)
+    env.set_scene(ball_x=7.5, ball_y=4.1, ball_vx=0.0, ball_vy=-0.4)
     env.step(STAY)
-    env.set_state(paddle_x=1.0, ball_x=9.0, ball_y=12.8, ball_vx=0.0, ball_vy=0.4)
+    env.set_scene(paddle_x=1.0, ball_x=9.0, ball_y=12.8, ball_vx=0.0, ball_vy=0.4)
     _, _, terminals, _, infos = env.step(STAY)
     assert terminals[0]
     assert infos[0]["score"] == pytest.approx(1 / 50) and infos[0]["bricks_broken"] == 1
@@ -94,7 +94,7 @@ def test_breakout_last_life_ends_the_episode_and_scores_bricks_broken_over_total
 def test_breakout_breaking_every_brick_wins():
     env = breakout(brick_rows=1, brick_cols=2, paddle_width=1.0)  # bricks at y 1.5..2
     for col in (0, 1):
-        env.set_state(ball_x=col + 0.5, ball_y=2.1, ball_vx=0.0, ball_vy=-0.4)
+        env.set_scene(ball_x=col + 0.5, ball_y=2.1, ball_vx=0.0, ball_vy=-0.4)
         _, rewards, terminals, _, infos = env.step(STAY)
         assert rewards[0] == 1.0
     assert terminals[0] and infos[0]["score"] == 1.0
@@ -122,7 +122,7 @@ def pong(**params):
 
 def test_pong_agent_returns_the_ball_at_an_angle_from_the_hit():
     env = pong()
-    env.set_state(agent_y=6.0, ball_x=15.8, ball_y=6.5, ball_vx=0.35, ball_vy=0.0)
+    env.set_scene(agent_y=6.0, ball_x=15.8, ball_y=6.5, ball_vx=0.35, ball_vy=0.0)
     _, rewards, *_ = env.step(STAY)
     state = env.state()
     assert rewards[0] == 0 and state["ball_vx"] < 0
@@ -131,17 +131,17 @@ def test_pong_agent_returns_the_ball_at_an_angle_from_the_hit():
 
 def test_pong_missed_ball_is_a_point_for_the_other_side():
     env = pong()
-    env.set_state(agent_y=2.0, ball_x=15.8, ball_y=10.0, ball_vx=0.35, ball_vy=0.0)
+    env.set_scene(agent_y=2.0, ball_x=15.8, ball_y=10.0, ball_vx=0.35, ball_vy=0.0)
     _, rewards, terminals, *_ = env.step(STAY)
     assert rewards[0] == -1 and not terminals[0] and env.state()["opponent_points"] == 1
-    env.set_state(opponent_y=1.0, ball_x=0.2, ball_y=11.0, ball_vx=-0.35, ball_vy=0.0)
+    env.set_scene(opponent_y=1.0, ball_x=0.2, ball_y=11.0, ball_vx=-0.35, ball_vy=0.0)
     _, rewards, *_ = env.step(STAY)
     assert rewards[0] == 1 and env.state()["agent_points"] == 1
 
 
 def test_pong_match_ends_at_points_to_win_and_scores_the_win():
     env = pong(points_to_win=3)
-    env.set_state(agent_points=2, opponent_points=1, opponent_y=1.0, ball_x=0.2, ball_y=11.0, ball_vx=-0.35, ball_vy=0.0)
+    env.set_scene(agent_points=2, opponent_points=1, opponent_y=1.0, ball_x=0.2, ball_y=11.0, ball_vx=-0.35, ball_vy=0.0)
     _, rewards, terminals, _, infos = env.step(STAY)
     assert rewards[0] == 1 and terminals[0]
     assert infos[0]["score"] == 1.0 and infos[0]["points_share"] == pytest.approx(3 / 4)
@@ -149,10 +149,10 @@ def test_pong_match_ends_at_points_to_win_and_scores_the_win():
 
 def test_pong_opponent_tracks_the_ball_at_its_speed_once_it_reacts():
     env = pong(opponent_speed=0.2, opponent_reaction=0.5)
-    env.set_state(opponent_y=6.0, ball_x=10.0, ball_y=11.0, ball_vx=-0.35, ball_vy=0.0)
+    env.set_scene(opponent_y=6.0, ball_x=10.0, ball_y=11.0, ball_vx=-0.35, ball_vy=0.0)
     env.step(STAY)
     assert env.state()["opponent_y"] == pytest.approx(6.0), "the ball is still beyond its reaction distance"
-    env.set_state(ball_x=7.0)
+    env.set_scene(ball_x=7.0)
     env.step(STAY)
     assert env.state()["opponent_y"] == pytest.approx(6.2)
 

@@ -32,6 +32,6 @@ class Breakout(OceanEnv):
         """Env ``index``'s paddle, ball, lives and bricks left."""
         return binding.get_state(self.c_envs, check_int(self.name, "index", index, 0, self.num_envs - 1))
 
-    def set_state(self, index=0, **fields):
+    def set_scene(self, index=0, **fields):
         """Overwrites fields of env ``index``'s state (paddle, ball, lives, tick); for tests and demos."""
-        binding.set_state(self.c_envs, check_int(self.name, "index", index, 0, self.num_envs - 1), **fields)
+        binding.set_scene(self.c_envs, check_int(self.name, "index", index, 0, self.num_envs - 1), **fields)

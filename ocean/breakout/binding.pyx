@@ -31,7 +31,7 @@ def get_state(CVecEnv vecenv, int index):
     return {key: value for key, value in (<dict>env[0]).items() if key in STATE_FIELDS}
 
 
-def set_state(CVecEnv vecenv, int index, **fields):
+def set_scene(CVecEnv vecenv, int index, **fields):
     """Overwrites some of env ``index``'s paddle, ball, lives and tick, for tests."""
     cdef Env* env = &vecenv.vec.envs[index]
     unknown = set(fields) - set(STATE_FIELDS[:6] + ("tick",))

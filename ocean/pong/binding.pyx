@@ -33,7 +33,7 @@ def get_state(CVecEnv vecenv, int index):
     return {key: value for key, value in (<dict>env[0]).items() if key in STATE_FIELDS}
 
 
-def set_state(CVecEnv vecenv, int index, **fields):
+def set_scene(CVecEnv vecenv, int index, **fields):
     """Overwrites some of env ``index``'s paddles, ball and points, for tests."""
     cdef Env* env = &vecenv.vec.envs[index]
     unknown = set(fields) - set(STATE_FIELDS)

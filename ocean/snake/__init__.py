@@ -43,8 +43,20 @@ class Snake(OceanEnv):
         self.single_action_space = gymnasium.spaces.Discrete(4)
         params = dict(width=width, height=height, num_snakes=num_snakes, food=food, vision=vision,
                       max_length=max_length, episode_length=episode_length)
-        boards = binding.Boards(check_int(self.name, "num_envs", num_envs, 1), params)
-        super().__init__(num_envs, boards=boards, **params, **kwargs)
+        self.boards = binding.Boards(check_int(self.name, "num_envs", num_envs, 1), params)
+        super().__init__(num_envs, boards=self.boards, **params, **kwargs)
+        self.params = params  # the game's parameters, without the memory lent to the C envs
+
+    def get_state(self):
+        state = super().get_state()
+        if state is not None:
+            state["boards"] = self.boards.save()
+        return state
+
+    def set_state(self, state):
+        super().set_state(state)
+        self.boards.load(state["boards"])
+        binding.rebind(self.c_envs, self.boards)
 
     def _index(self, index):
         return check_int(self.name, "index", index, 0, self.num_envs - 1)

@@ -1,4 +1,5 @@
 cimport numpy as cnp
+from libc.string cimport memcpy
 import numpy as np
 
 cdef extern from "snake.h":
@@ -40,13 +41,25 @@ cdef class Boards:
         self.count = count
         self.cursor = 0
 
+    cdef char* base(self):
+        cdef char* data = <char*>cnp.PyArray_DATA(self.memory)
+        return data + (64 - (<size_t>data) % 64) % 64  # cache-line aligned
+
     cdef char* take(self) except NULL:
         if self.cursor >= self.count:
             raise RuntimeError("more envs configured than boards allocated")
-        cdef char* base = <char*>cnp.PyArray_DATA(self.memory)
-        base += (64 - (<size_t>base) % 64) % 64  # cache-line aligned
         self.cursor += 1
-        return base + (self.cursor - 1) * self.per_env
+        return self.base() + (self.cursor - 1) * self.per_env
+
+    def save(self):
+        """Every env's board and bodies, as bytes (without the alignment padding, which differs
+        between processes)."""
+        return (<char*>self.base())[:self.count * self.per_env]
+
+    def load(self, bytes data):
+        if len(data) != self.count * self.per_env:
+            raise ValueError(f"saved boards have {len(data)} bytes, these envs need {self.count * self.per_env}")
+        memcpy(self.base(), <const char*>data, len(data))
 
 
 cdef int configure(Env* env, dict params) except -1:
@@ -57,6 +70,14 @@ cdef int configure(Env* env, dict params) except -1:
     return 0
 
 include "vecenv.pxi"
+
+
+def rebind(CVecEnv vecenv, Boards boards):
+    """Points each env at its own board again after its struct was restored from a checkpoint,
+    whose pointers were the saving process's."""
+    cdef long i
+    for i in range(vecenv.vec.num_envs):
+        snake_bind_memory(&vecenv.vec.envs[i], boards.base() + i * boards.per_env)
 
 
 def get_snakes(CVecEnv vecenv, int index):

@@ -39,6 +39,7 @@ ENV_MODULES = {
 GPU_ENV_MODULES = {
     "puffer_craftax": ("ocean.craftax.gpu", "CraftaxGPU"),
     "puffer_craftax_compact": ("ocean.craftax.gpu", "CraftaxCompactGPU"),
+    "puffer_craftax_classic": ("ocean.craftax_classic.gpu", "CraftaxClassicGPU"),
 }
 
 

@@ -314,7 +314,7 @@ static cudaError_t vec_gpu_create(VecGpu** out, Env* host_envs, int num_envs, in
     for (int i = 0; i < num_envs; i++) {
         Env* env = &host_envs[i];
         long first = (long)i * agents_per_env;
-        env->observations = (void*)(observations + first * obs_bytes);
+        env->observations = (decltype(env->observations))(observations + first * obs_bytes);  // as the game types it
         env->actions = actions + first * action_dims;
         env->rewards = rewards + first;
         env->terminals = terminals + first;

@@ -58,7 +58,7 @@ typedef struct {
     ClassicState state;
 } CraftaxClassic;
 
-static void c_reset(CraftaxClassic* env) {
+CRAFTAX_FN void c_reset(CraftaxClassic* env) {
     if (env->world_is_fresh) {
         env->world_is_fresh = 0;
     } else {
@@ -70,7 +70,7 @@ static void c_reset(CraftaxClassic* env) {
     classic_observe(&env->state, env->observations);
 }
 
-static void log_episode(CraftaxClassic* env, int died) {
+CRAFTAX_FN void log_episode(CraftaxClassic* env, int died) {
     float unlocked = 0.0f;
     float* rates = &env->log.collect_wood;
     for (int i = 0; i < CLASSIC_NUM_ACHIEVEMENTS; i++) {
@@ -81,7 +81,7 @@ static void log_episode(CraftaxClassic* env, int died) {
     env->log.died += (float)died;
 }
 
-static int c_step(CraftaxClassic* env) {
+CRAFTAX_FN int c_step(CraftaxClassic* env) {
     ClassicState* s = &env->state;
     Key step_key = key_split2(&env->key);
     ClassicScratch scratch;

@@ -259,6 +259,14 @@ int craftax_gpu_read_state(void* handle, int index, void* out, void* stream) {
     return cudaStreamSynchronize(cuda_stream);
 }
 
+// The envs' device array and their count, for the kernels of other files that read the envs'
+// states on the env's stream (pixels_gpu.cu's pixel observations).
+const Craftax* craftax_gpu_envs(void* handle, int* num_envs) {
+    CraftaxGpu* env = (CraftaxGpu*)handle;
+    *num_envs = env->num_envs;
+    return env->vec->envs;
+}
+
 void craftax_gpu_destroy(void* handle) {
     CraftaxGpu* env = (CraftaxGpu*)handle;
     cudaSetDevice(env->device);

@@ -4,7 +4,8 @@ nvcc (``craftax_gpu.cu`` over ``ocean/vecenv_gpu.cuh``, with Craftax's own kerne
 and actions its observations, rewards, terminals and truncations are bitwise those of the CPU
 env. The trainer selects it with ``ocean.make(name, device="cuda")``. The library also carries the
 CraftaxCells policy's kernels (``cell_embedding.cu``), which ``embed_cells`` and
-``embed_cells_grad`` call.
+``embed_cells_grad`` call, and the pixel observation's (``pixels_gpu.cu``), which
+``CraftaxPixelsGPU`` draws with.
 
 Device hooks (what a GPU-aware trainer calls): ``gpu_reset(seed)``, ``gpu_step(actions)`` (a CUDA
 tensor, used in place: no host copy, no synchronization, capturable in a CUDA graph),
@@ -25,6 +26,7 @@ import gymnasium
 import numpy as np
 
 from ocean.craftax import COMPACT_OBS_BYTES, NUM_ACTIONS, OBS_SIZE, binding, reset_pool
+from ocean.craftax.textures import REFERENCE_BLOCK_SIZES, load_atlas
 from ocean.env import check_int
 
 LIBRARY_PATH = Path(__file__).with_name("libcraftax_gpu.so")
@@ -246,12 +248,7 @@ class CraftaxGPU:
         self.num_envs = num_envs
         self.num_agents = num_envs
         self.agents_per_env = 1
-        if self.compact:
-            self.single_observation_space = gymnasium.spaces.Box(0, 255, (COMPACT_OBS_BYTES,), np.uint8)
-            self.observations = torch.zeros((num_envs, COMPACT_OBS_BYTES), dtype=torch.uint8, device=self.device)
-        else:
-            self.single_observation_space = gymnasium.spaces.Box(0.0, 1.0, (OBS_SIZE,), np.float32)
-            self.observations = torch.zeros((num_envs, OBS_SIZE), dtype=torch.float32, device=self.device)
+        self.single_observation_space, self.observations, step_observations = self._observation_buffers()
         self.single_action_space = gymnasium.spaces.Discrete(NUM_ACTIONS)
         self.rewards = torch.zeros(num_envs, dtype=torch.float32, device=self.device)
         self.terminals = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
@@ -267,13 +264,25 @@ class CraftaxGPU:
             status = self._lib.craftax_gpu_create(
                 ctypes.byref(handle), self.device.index, num_envs, int(self.compact),
                 None if pool is None else pool.ctypes.data, reset_pool_size,
-                self.observations.data_ptr(), self.actions.data_ptr(), self.rewards.data_ptr(),
+                step_observations.data_ptr(), self.actions.data_ptr(), self.rewards.data_ptr(),
                 self.terminals.data_ptr(), self.truncations.data_ptr(), envs_per_warp or 0,
             )
         self._check(status, "create")
         self._handle = handle
         self.started = False
         self.ticks = 0
+
+    def _observation_buffers(self):
+        """The observation space, the observation buffer, and the buffer the step kernels write
+        (compact observations when ``compact``, else full ones: the observation buffer itself)."""
+        torch = self._torch
+        if self.compact:
+            space = gymnasium.spaces.Box(0, 255, (COMPACT_OBS_BYTES,), np.uint8)
+            observations = torch.zeros((self.num_envs, COMPACT_OBS_BYTES), dtype=torch.uint8, device=self.device)
+        else:
+            space = gymnasium.spaces.Box(0.0, 1.0, (OBS_SIZE,), np.float32)
+            observations = torch.zeros((self.num_envs, OBS_SIZE), dtype=torch.float32, device=self.device)
+        return space, observations, observations
 
     def _check(self, status, what):
         if status != 0:
@@ -393,3 +402,69 @@ class CraftaxCompactGPU(CraftaxGPU):
 
     name = "puffer_craftax_compact"
     compact = True
+
+
+def declare_pixel_kernel(library):
+    """``library`` with its pixel observation entry points declared; RuntimeError if it was built
+    without them or from another renderer than the CPU binding's."""
+    if not hasattr(library, "craftax_gpu_pixel_observations"):
+        raise RuntimeError(f"CraftaxPixelsGPU: {LIBRARY_PATH.name} was built without the pixel observation kernel; "
+                           f"rebuild it: {REBUILD}")
+    library.craftax_gpu_pixel_observations.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
+                                                       ctypes.c_void_p]
+    library.craftax_gpu_pixel_observations.restype = ctypes.c_int
+    library.craftax_gpu_atlas_bytes.argtypes = [ctypes.c_int]
+    library.craftax_gpu_atlas_bytes.restype = ctypes.c_long
+    for block in REFERENCE_BLOCK_SIZES:
+        if library.craftax_gpu_atlas_bytes(block) != binding.atlas_bytes(block):
+            raise RuntimeError(f"CraftaxPixelsGPU: CUDA build mismatch: {LIBRARY_PATH.name} reads a texture atlas of "
+                               f"{library.craftax_gpu_atlas_bytes(block)} bytes at {block} pixels a cell, the CPU binding "
+                               f"{binding.atlas_bytes(block)}; rebuild both: {REBUILD}")
+    return library
+
+
+class CraftaxPixelsGPU(CraftaxGPU):
+    """CraftaxGPU observed in pixels: ``ocean.craftax.CraftaxPixels``' observation (the reference's
+    frame at ``observation_block_size`` pixels a cell, 10 by default: 130 x 110 x 3, over 255,
+    float32), bit for bit, from the same seeds and actions. The step kernels write compact
+    observations into a buffer of their own; after every reset and step a kernel with a thread
+    per pixel (pixels_gpu.cu, over render_pixels.h) draws each env's frame from a texture atlas
+    uploaded to the GPU once. ``textures``: the folder of the reference's PNGs, as the CPU env's
+    (by default the installed ``craftax`` package's).
+    """
+
+    name = "puffer_craftax_pixels"
+    compact = True  # what the step kernels write
+
+    def __init__(self, num_envs, reset_pool_size=0, reset_pool_seed=0, device="cuda", log_interval=16, envs_per_warp=None,
+                 observation_block_size=10, textures="auto"):
+        self.observation_block_size = check_int(self.name, "observation_block_size", observation_block_size,
+                                                binding.MIN_BLOCK_PIXELS, 64)
+        # Read before anything is allocated on the GPU: a missing texture folder fails at once.
+        atlas = load_atlas(self.observation_block_size, None if textures in (None, "auto") else textures)
+        super().__init__(num_envs, reset_pool_size=reset_pool_size, reset_pool_seed=reset_pool_seed, device=device,
+                         log_interval=log_interval, envs_per_warp=envs_per_warp)
+        declare_pixel_kernel(self._lib)
+        self._atlas = self._torch.as_tensor(atlas).to(self.device)
+
+    def _observation_buffers(self):
+        torch = self._torch
+        shape = binding.frame_shape(self.observation_block_size)
+        space = gymnasium.spaces.Box(0.0, 1.0, shape, np.float32)
+        pixels = torch.zeros((self.num_envs, *shape), dtype=torch.float32, device=self.device)
+        self._compact_observations = torch.zeros((self.num_envs, COMPACT_OBS_BYTES), dtype=torch.uint8, device=self.device)
+        return space, pixels, self._compact_observations
+
+    def gpu_reset(self, seed):
+        super().gpu_reset(seed)
+        self._draw_observations()
+
+    def gpu_step(self, actions):
+        super().gpu_step(actions)
+        self._draw_observations()
+
+    def _draw_observations(self):
+        with self._torch.cuda.device(self.device):
+            status = self._lib.craftax_gpu_pixel_observations(self._handle, self._atlas.data_ptr(), self.observation_block_size,
+                                                              self.observations.data_ptr(), self._stream())
+        self._check(status, "pixel observations")

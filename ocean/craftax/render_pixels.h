@@ -6,7 +6,10 @@
 // The textures are the reference's PNGs, decoded and resized (nearest neighbour, as PIL does) by
 // the caller into one RGBA atlas in RENDER_TEXTURE_FILES order, alpha already reduced to 0 or 1
 // (the reference keeps only fully opaque pixels). Everything here is CRAFTAX_FN, so the device
-// build draws frames from the same source.
+// build draws frames from the same source. The host draws a whole frame at once, each draw over
+// the pixels it covers in turn; a device thread draws one pixel, making every draw of the frame
+// clipped to that pixel (a Canvas of one pixel), so that the pixel's value comes from the same
+// operations in the same order.
 #pragma once
 #include "observation.h"
 
@@ -121,6 +124,26 @@ typedef struct {
 CRAFTAX_FN int render_height(int block) { return RENDER_ROWS * block; }
 CRAFTAX_FN int render_width(int block) { return OBS_COLS * block; }
 
+// The part of a frame that draws write: its rows [top, bottom) and columns [left, right), held
+// at `pixels` row after row from (top, left), `stride` pixels a row, 3 floats a pixel. Every
+// draw is clipped to it; coordinates are the whole frame's.
+typedef struct {
+    float* pixels;
+    int stride;
+    int top, left, bottom, right;
+} Canvas;
+
+CRAFTAX_FN float* canvas_pixel(const Canvas* canvas, int y, int x) {
+    return canvas->pixels + ((long)(y - canvas->top) * canvas->stride + (x - canvas->left)) * 3;
+}
+
+// The part [*first, *end) of the span [start, start + size) that lies in [low, high), counted
+// from start (empty when *end <= *first).
+CRAFTAX_FN void clip_span(int start, int size, int low, int high, int* first, int* end) {
+    *first = low > start ? low - start : 0;
+    *end = high - start < size ? high - start : size;
+}
+
 CRAFTAX_FN const uint8_t* render_texture(const RenderTextures* t, int slot) {
     return t->atlas + render_texture_offset(slot, t->block);
 }
@@ -148,15 +171,18 @@ enum DrawMode {
 // when it moves sideways (the files draw an arrow pointing up).
 enum { TEXTURE_FLIP = 1, TEXTURE_TRANSPOSE = 2 };
 
-CRAFTAX_FN void draw_texture(float* frame, int width, int top, int left, const uint8_t* texture, int size,
-                             int mode, int orientation) {
-    for (int i = 0; i < size; i++) {
-        float* row = frame + ((long)(top + i) * width + left) * 3;
-        for (int j = 0; j < size; j++) {
+CRAFTAX_FN void draw_texture(const Canvas* canvas, int top, int left, const uint8_t* texture, int size, int mode,
+                             int orientation) {
+    int first_row, end_row, first_col, end_col;
+    clip_span(top, size, canvas->top, canvas->bottom, &first_row, &end_row);
+    clip_span(left, size, canvas->left, canvas->right, &first_col, &end_col);
+    for (int i = first_row; i < end_row; i++) {
+        float* row = canvas_pixel(canvas, top + i, left + first_col);
+        for (int j = first_col; j < end_col; j++) {
             int a = i, b = j;
             if (orientation & TEXTURE_TRANSPOSE) a = j, b = i;
             if (orientation & TEXTURE_FLIP) a = size - 1 - a;
-            float* out = row + j * 3;
+            float* out = row + (j - first_col) * 3;
             if (mode == DRAW_EMPTY) {
                 out[0] = out[1] = out[2] = 0.0f;
                 continue;
@@ -171,118 +197,133 @@ CRAFTAX_FN void draw_texture(float* frame, int width, int top, int left, const u
     }
 }
 
+// A rectangle of the frame filled with one value in every channel.
+CRAFTAX_FN void fill_rectangle(const Canvas* canvas, int top, int left, int height, int width, float value) {
+    int first_row, end_row, first_col, end_col;
+    clip_span(top, height, canvas->top, canvas->bottom, &first_row, &end_row);
+    clip_span(left, width, canvas->left, canvas->right, &first_col, &end_col);
+    for (int i = first_row; i < end_row; i++) {
+        float* row = canvas_pixel(canvas, top + i, left + first_col);
+        for (int k = 0; k < (end_col - first_col) * 3; k++) row[k] = value;
+    }
+}
+
+// The frame row where the inventory starts.
+CRAFTAX_FN int render_inventory_top(int block) { return OBS_ROWS * block; }
+
 // The inventory's icon cell (x, y): the icon square centred in the cell.
-CRAFTAX_FN void draw_icon(float* inventory, const RenderTextures* t, int x, int y, int slot, int mode) {
+CRAFTAX_FN void draw_icon(const Canvas* canvas, const RenderTextures* t, int x, int y, int slot, int mode) {
     int block = t->block, size = render_icon_size(block);
     int left_space = (block - size) / 2;
-    draw_texture(inventory, OBS_COLS * block, y * block + left_space, x * block + left_space,
+    draw_texture(canvas, render_inventory_top(block) + y * block + left_space, x * block + left_space,
                  slot < 0 ? NULL : render_texture(t, slot), size, slot < 0 ? DRAW_EMPTY : mode, 0);
 }
 
 // The icon of a count: its texture while the count is positive, else the empty icon.
-CRAFTAX_FN void draw_count_icon(float* inventory, const RenderTextures* t, int x, int y, int32_t count, int slot) {
-    draw_icon(inventory, t, x, y, count > 0 ? slot : -1, DRAW_RGB);
+CRAFTAX_FN void draw_count_icon(const Canvas* canvas, const RenderTextures* t, int x, int y, int32_t count, int slot) {
+    draw_icon(canvas, t, x, y, count > 0 ? slot : -1, DRAW_RGB);
 }
 
 // A digit in the bottom right corner of cell (x, y), `column` digits from the right: multiplied
 // by 1 - alpha, then its premultiplied RGB added. Digit 0 is drawn blank unless `zero` is set.
-CRAFTAX_FN void draw_digit(float* inventory, const RenderTextures* t, int x, int y, int column, int digit, int zero) {
+CRAFTAX_FN void draw_digit(const Canvas* canvas, const RenderTextures* t, int x, int y, int column, int digit, int zero) {
     int block = t->block, size = render_digit_size(block);
     if (digit == 0 && !zero) return;
     const uint8_t* texture = render_texture(t, TEX_DIGIT + digit);
-    int top = y * block + block - size, left = x * block + block - (column + 1) * size;
-    draw_texture(inventory, OBS_COLS * block, top, left, texture, size, DRAW_BLEND, 0);
+    int top = render_inventory_top(block) + y * block + block - size, left = x * block + block - (column + 1) * size;
+    draw_texture(canvas, top, left, texture, size, DRAW_BLEND, 0);
 }
 
 // _render_digit: one digit, its index clamped as the reference's table lookup clamps it.
-CRAFTAX_FN void draw_number_digit(float* inventory, const RenderTextures* t, int x, int y, int32_t number) {
-    draw_digit(inventory, t, x, y, 0, table_index(number, 10), 0);
+CRAFTAX_FN void draw_number_digit(const Canvas* canvas, const RenderTextures* t, int x, int y, int32_t number) {
+    draw_digit(canvas, t, x, y, 0, table_index(number, 10), 0);
 }
 
 // _render_two_digit_number: the ones (a 0 shown unless the number is 0) and the tens (blank for 0).
-CRAFTAX_FN void draw_two_digit_number(float* inventory, const RenderTextures* t, int x, int y, int32_t number) {
+CRAFTAX_FN void draw_two_digit_number(const Canvas* canvas, const RenderTextures* t, int x, int y, int32_t number) {
     int32_t tens = floor_div10(number), ones = number - 10 * tens;
-    draw_digit(inventory, t, x, y, 0, table_index(ones, 10), number != 0);
-    draw_digit(inventory, t, x, y, 1, table_index(tens, 10), 0);
+    draw_digit(canvas, t, x, y, 0, table_index(ones, 10), number != 0);
+    draw_digit(canvas, t, x, y, 1, table_index(tens, 10), 0);
 }
 
 // The inventory rows (RENDER_INVENTORY_ROWS x OBS_COLS cells), in the reference's drawing order:
 // later icons cover earlier ones where they share a cell.
-CRAFTAX_FN void render_inventory(const GameState* s, const RenderTextures* t, float* inventory) {
+CRAFTAX_FN void render_inventory(const GameState* s, const RenderTextures* t, const Canvas* canvas) {
     const Inventory* inv = &s->inventory;
-    long pixels = (long)RENDER_INVENTORY_ROWS * t->block * OBS_COLS * t->block * 3;
-    for (long k = 0; k < pixels; k++) inventory[k] = 0.0f;
+    int block = t->block;
+    if (canvas->bottom <= render_inventory_top(block)) return;
+    fill_rectangle(canvas, render_inventory_top(block), 0, RENDER_INVENTORY_ROWS * block, render_width(block), 0.0f);
 
     float health_floor = floorf(s->player_health);
     int32_t health = (int32_t)(health_floor > 1.0f ? health_floor : 1.0f);
-    draw_icon(inventory, t, 0, 0, TEX_ICON_HEALTH, DRAW_RGB);
-    draw_two_digit_number(inventory, t, 0, 0, health);
+    draw_icon(canvas, t, 0, 0, TEX_ICON_HEALTH, DRAW_RGB);
+    draw_two_digit_number(canvas, t, 0, 0, health);
     const int32_t needs[4] = {s->player_food, s->player_drink, s->player_energy, s->player_mana};
     for (int k = 0; k < 4; k++) {
-        draw_count_icon(inventory, t, 1 + k, 0, needs[k], TEX_ICON_FOOD + k);
-        draw_two_digit_number(inventory, t, 1 + k, 0, needs[k]);
+        draw_count_icon(canvas, t, 1 + k, 0, needs[k], TEX_ICON_FOOD + k);
+        draw_two_digit_number(canvas, t, 1 + k, 0, needs[k]);
     }
 
     const int32_t materials[7] = {inv->wood, inv->stone, inv->coal, inv->iron, inv->diamond, inv->sapphire, inv->ruby};
     const int material_cells[7][2] = {{0, 2}, {1, 2}, {0, 1}, {1, 1}, {2, 1}, {3, 1}, {4, 1}};
     for (int k = 0; k < 7; k++) {
-        draw_count_icon(inventory, t, material_cells[k][0], material_cells[k][1], materials[k], TEX_ICON_MATERIAL + k);
-        draw_two_digit_number(inventory, t, material_cells[k][0], material_cells[k][1], materials[k]);
+        draw_count_icon(canvas, t, material_cells[k][0], material_cells[k][1], materials[k], TEX_ICON_MATERIAL + k);
+        draw_two_digit_number(canvas, t, material_cells[k][0], material_cells[k][1], materials[k]);
     }
-    draw_count_icon(inventory, t, 5, 1, inv->sapling, TEX_ICON_SAPLING);
-    draw_two_digit_number(inventory, t, 5, 1, inv->sapling);
+    draw_count_icon(canvas, t, 5, 1, inv->sapling, TEX_ICON_SAPLING);
+    draw_two_digit_number(canvas, t, 5, 1, inv->sapling);
 
     // Tool tables hold the empty icon at level 0.
     int pickaxe = table_index(inv->pickaxe, 5), sword = table_index(inv->sword, 5), bow = table_index(inv->bow, 2);
-    draw_icon(inventory, t, 8, 2, pickaxe ? TEX_ICON_PICKAXE + pickaxe - 1 : -1, DRAW_PREMULTIPLIED);
-    draw_icon(inventory, t, 8, 1, sword ? TEX_ICON_SWORD + sword - 1 : -1, DRAW_PREMULTIPLIED);
-    draw_icon(inventory, t, 6, 1, bow ? TEX_ICON_BOW : -1, DRAW_RGB);
-    draw_icon(inventory, t, 6, 2, inv->arrows > 0 ? TEX_ICON_ARROW : -1, DRAW_PREMULTIPLIED);
-    draw_two_digit_number(inventory, t, 6, 2, inv->arrows);
+    draw_icon(canvas, t, 8, 2, pickaxe ? TEX_ICON_PICKAXE + pickaxe - 1 : -1, DRAW_PREMULTIPLIED);
+    draw_icon(canvas, t, 8, 1, sword ? TEX_ICON_SWORD + sword - 1 : -1, DRAW_PREMULTIPLIED);
+    draw_icon(canvas, t, 6, 1, bow ? TEX_ICON_BOW : -1, DRAW_RGB);
+    draw_icon(canvas, t, 6, 2, inv->arrows > 0 ? TEX_ICON_ARROW : -1, DRAW_PREMULTIPLIED);
+    draw_two_digit_number(canvas, t, 6, 2, inv->arrows);
     for (int k = 0; k < 4; k++) {
         int level = table_index(inv->armour[k], 3);
-        draw_icon(inventory, t, 7, k, level ? TEX_ICON_ARMOUR + (level - 1) * 4 + k : -1, DRAW_PREMULTIPLIED);
+        draw_icon(canvas, t, 7, k, level ? TEX_ICON_ARMOUR + (level - 1) * 4 + k : -1, DRAW_PREMULTIPLIED);
     }
-    draw_count_icon(inventory, t, 2, 2, inv->torches, TEX_ICON_TORCH);
-    draw_two_digit_number(inventory, t, 2, 2, inv->torches);
+    draw_count_icon(canvas, t, 2, 2, inv->torches, TEX_ICON_TORCH);
+    draw_two_digit_number(canvas, t, 2, 2, inv->torches);
     for (int k = 0; k < NUM_POTIONS; k++) {
-        draw_count_icon(inventory, t, k, 3, inv->potions[k], TEX_ICON_POTION + k);
-        draw_two_digit_number(inventory, t, k, 3, inv->potions[k]);
+        draw_count_icon(canvas, t, k, 3, inv->potions[k], TEX_ICON_POTION + k);
+        draw_two_digit_number(canvas, t, k, 3, inv->potions[k]);
     }
-    draw_count_icon(inventory, t, 3, 2, inv->books, TEX_ICON_BOOK);
-    draw_two_digit_number(inventory, t, 3, 2, inv->books);
-    draw_icon(inventory, t, 4, 2, s->learned_spells[0] ? TEX_ICON_FIREBALL : -1, DRAW_RGB);
-    draw_icon(inventory, t, 5, 2, s->learned_spells[1] ? TEX_ICON_ICEBALL : -1, DRAW_RGB);
+    draw_count_icon(canvas, t, 3, 2, inv->books, TEX_ICON_BOOK);
+    draw_two_digit_number(canvas, t, 3, 2, inv->books);
+    draw_icon(canvas, t, 4, 2, s->learned_spells[0] ? TEX_ICON_FIREBALL : -1, DRAW_RGB);
+    draw_icon(canvas, t, 5, 2, s->learned_spells[1] ? TEX_ICON_ICEBALL : -1, DRAW_RGB);
 
     // Enchantments glow over their item; level 0 draws nothing.
     int sword_enchantment = table_index(s->sword_enchantment, 3);
-    if (sword_enchantment) draw_icon(inventory, t, 8, 1, TEX_ICON_SWORD_ENCHANTMENT + sword_enchantment - 1, DRAW_BLEND);
+    if (sword_enchantment) draw_icon(canvas, t, 8, 1, TEX_ICON_SWORD_ENCHANTMENT + sword_enchantment - 1, DRAW_BLEND);
     int arrow_enchantment = table_index(s->bow_enchantment * (inv->arrows > 0), 3);
-    if (arrow_enchantment) draw_icon(inventory, t, 6, 2, TEX_ICON_ARROW_ENCHANTMENT + arrow_enchantment - 1, DRAW_BLEND);
+    if (arrow_enchantment) draw_icon(canvas, t, 6, 2, TEX_ICON_ARROW_ENCHANTMENT + arrow_enchantment - 1, DRAW_BLEND);
     for (int k = 0; k < 4; k++) {
         int level = table_index(s->armour_enchantments[k], 3);
-        if (level) draw_icon(inventory, t, 7, k, TEX_ICON_ARMOUR_ENCHANTMENT + (level - 1) * 4 + k, DRAW_BLEND);
+        if (level) draw_icon(canvas, t, 7, k, TEX_ICON_ARMOUR_ENCHANTMENT + (level - 1) * 4 + k, DRAW_BLEND);
     }
 
-    draw_number_digit(inventory, t, 6, 0, s->player_level);
-    draw_count_icon(inventory, t, 9, 0, s->player_xp, TEX_ICON_XP);
-    draw_number_digit(inventory, t, 9, 0, s->player_xp);
+    draw_number_digit(canvas, t, 6, 0, s->player_level);
+    draw_count_icon(canvas, t, 9, 0, s->player_xp, TEX_ICON_XP);
+    draw_number_digit(canvas, t, 9, 0, s->player_xp);
     const int32_t attributes[3] = {s->player_dexterity, s->player_strength, s->player_intelligence};
     for (int k = 0; k < 3; k++) {
-        draw_icon(inventory, t, 9, 1 + k, TEX_ICON_DEXTERITY + k, DRAW_RGB);
-        draw_number_digit(inventory, t, 9, 1 + k, attributes[k]);
+        draw_icon(canvas, t, 9, 1 + k, TEX_ICON_DEXTERITY + k, DRAW_RGB);
+        draw_number_digit(canvas, t, 9, 1 + k, attributes[k]);
     }
 }
 
 // A mob (or projectile) of one class: drawn over its cell when it is alive and in view.
-CRAFTAX_FN void draw_mob(float* view, const RenderTextures* t, const GameState* s, const int32_t position[2],
+CRAFTAX_FN void draw_mob(const Canvas* canvas, const RenderTextures* t, const GameState* s, const int32_t position[2],
                          uint8_t alive, int type, int first_slot, int types, int orientation) {
     int r = position[0] - s->player_position[0] + OBS_ROWS / 2;
     int c = position[1] - s->player_position[1] + OBS_COLS / 2;
     if (!alive || r < 0 || r >= OBS_ROWS || c < 0 || c >= OBS_COLS) return;
     int block = t->block;
-    draw_texture(view, OBS_COLS * block, r * block, c * block, render_texture(t, first_slot + table_index(type, types)),
-                 block, DRAW_BLEND, orientation);
+    draw_texture(canvas, r * block, c * block, render_texture(t, first_slot + table_index(type, types)), block,
+                 DRAW_BLEND, orientation);
 }
 
 CRAFTAX_FN int projectile_orientation(const int16_t direction[2]) {
@@ -293,14 +334,15 @@ CRAFTAX_FN int projectile_orientation(const int16_t direction[2]) {
 // the multiply-add fused as XLA fuses it.
 CRAFTAX_FN float night_noise(Key key, uint32_t k) { return fmaf(uniform_at(key, k), 95.0f, 32.0f); }
 
-// Light, night and sleep over the view's pixels, in place. Night falls on the surface only
+// Light, night and sleep over the view's pixels that the canvas holds, in place (`light` holds
+// the light of the cells they are in). Night falls on the surface only
 // (`daylight` 1 elsewhere). Its noise weighs nothing while the daylight is at least half, and the
 // blend leaves the pixels as they are in full daylight: both are skipped then. The noise weighs
 // more away from the centre: the reference's texture of distances divided by the farthest, a
 // division XLA makes a multiplication by the reciprocal. The blends are fused into FMAs where the
 // reference's compiled program fuses them. Compiled for several x86 extensions (CRAFTAX_LANES_FN):
 // with FMA in hardware each fmaf is one instruction instead of a call; the results are the same.
-CRAFTAX_LANES_FN void shade_view(float* view, int block, const float light[OBS_ROWS][OBS_COLS], float daylight,
+CRAFTAX_LANES_FN void shade_view(const Canvas* canvas, int block, const float light[OBS_ROWS][OBS_COLS], float daylight,
                                  int sleeping, Key key) {
     float night_intensity = 2.0f * (0.5f - daylight);
     if (night_intensity < 0.0f) night_intensity = 0.0f;
@@ -309,9 +351,11 @@ CRAFTAX_LANES_FN void shade_view(float* view, int block, const float light[OBS_R
     int centre_row = height / 2, centre_col = width / 2;
     float farthest = sqrtf((float)(centre_row * centre_row + centre_col * centre_col));
     float sleep = sleeping ? 0.5f : 1.0f;
-    for (int y = 0; y < height; y++) {
-        for (int x = 0; x < width; x++) {
-            float* px = view + ((long)y * width + x) * 3;
+    int end_row = canvas->bottom < height ? canvas->bottom : height;
+    for (int y = canvas->top; y < end_row; y++) {
+        float* row = canvas_pixel(canvas, y, canvas->left);
+        for (int x = canvas->left; x < canvas->right; x++) {
+            float* px = row + (x - canvas->left) * 3;
             float cell_light = light[y / block][x / block];
             float mask = 0.0f, noise = 0.0f;
             if (night_intensity > 0.0f) {
@@ -332,64 +376,70 @@ CRAFTAX_LANES_FN void shade_view(float* view, int block, const float light[OBS_R
     }
 }
 
-// The view: blocks, items, the player, mobs, projectiles; then darkness, night and sleep.
-CRAFTAX_FN void render_view(const GameState* s, const RenderTextures* t, float* view) {
-    int l = s->player_level, block = t->block, width = OBS_COLS * block;
+// The view: blocks, items, the player, mobs, projectiles; then darkness, night and sleep. The
+// light comes from `light_maps`' light maps: the state's own, or on the device the pool world's
+// that the state borrows until it places a torch (craftax.h).
+CRAFTAX_FN void render_view(const GameState* s, const GameState* light_maps, const RenderTextures* t,
+                            const Canvas* canvas) {
+    int l = s->player_level, block = t->block;
+    if (canvas->top >= OBS_ROWS * block) return;
     int vulnerable = is_boss_vulnerable(s);
     int ladder_open = s->monsters_killed[l] >= MONSTERS_KILLED_TO_CLEAR_LEVEL;
+    // The cells the canvas covers.
+    int first_row = canvas->top / block, first_col = canvas->left / block;
+    int end_row = (canvas->bottom + block - 1) / block, end_col = (canvas->right + block - 1) / block;
+    if (end_row > OBS_ROWS) end_row = OBS_ROWS;
     float light[OBS_ROWS][OBS_COLS];
-    for (int r = 0; r < OBS_ROWS; r++) {
-        for (int c = 0; c < OBS_COLS; c++) {
+    for (int r = first_row; r < end_row; r++) {
+        for (int c = first_col; c < end_col; c++) {
             int wr = s->player_position[0] - OBS_ROWS / 2 + r, wc = s->player_position[1] - OBS_COLS / 2 + c;
             int inside = wr >= 0 && wr < MAP_SIZE && wc >= 0 && wc < MAP_SIZE;
             int b = inside ? s->map[l][wr][wc] : (int)BLOCK_OUT_OF_BOUNDS;
             int item = inside ? s->item_map[l][wr][wc] : (int)ITEM_NONE;
-            light[r][c] = inside ? s->light_map[l][wr][wc] : 0.0f;
+            light[r][c] = inside ? light_maps->light_map[l][wr][wc] : 0.0f;
             if (b == BLOCK_NECROMANCER && vulnerable) b = BLOCK_NECROMANCER_VULNERABLE;
             if (item == ITEM_LADDER_DOWN && !ladder_open) item = ITEM_LADDER_DOWN_BLOCKED;
             if (b == BLOCK_OUT_OF_BOUNDS || b == BLOCK_DARKNESS) {
-                float grey = b == BLOCK_OUT_OF_BOUNDS ? 128.0f : 0.0f;
-                for (int i = 0; i < block; i++) {
-                    float* row = view + ((long)(r * block + i) * width + c * block) * 3;
-                    for (int k = 0; k < block * 3; k++) row[k] = grey;
-                }
+                fill_rectangle(canvas, r * block, c * block, block, block, b == BLOCK_OUT_OF_BOUNDS ? 128.0f : 0.0f);
             } else {
-                draw_texture(view, width, r * block, c * block, render_texture(t, TEX_BLOCK + b), block, DRAW_RGB, 0);
+                draw_texture(canvas, r * block, c * block, render_texture(t, TEX_BLOCK + b), block, DRAW_RGB, 0);
             }
             if (item != ITEM_NONE && item < NUM_ITEM_TYPES) {
-                draw_texture(view, width, r * block, c * block, render_texture(t, TEX_ITEM + item), block, DRAW_BLEND, 0);
+                draw_texture(canvas, r * block, c * block, render_texture(t, TEX_ITEM + item), block, DRAW_BLEND, 0);
             }
         }
     }
     int facing = s->is_sleeping ? 4 : table_index(s->player_direction - 1, 5);
-    draw_texture(view, width, (OBS_ROWS / 2) * block, (OBS_COLS / 2) * block, render_texture(t, TEX_PLAYER + facing),
-                 block, DRAW_BLEND, 0);
+    draw_texture(canvas, (OBS_ROWS / 2) * block, (OBS_COLS / 2) * block, render_texture(t, TEX_PLAYER + facing), block,
+                 DRAW_BLEND, 0);
     for (int m = 0; m < MAX_MELEE_MOBS; m++)
-        draw_mob(view, t, s, s->melee_mobs.position[l][m], s->melee_mobs.mask[l][m], s->melee_mobs.type_id[l][m],
+        draw_mob(canvas, t, s, s->melee_mobs.position[l][m], s->melee_mobs.mask[l][m], s->melee_mobs.type_id[l][m],
                  TEX_MELEE, MOB_TYPES_PER_CLASS, 0);
     for (int m = 0; m < MAX_PASSIVE_MOBS; m++)
-        draw_mob(view, t, s, s->passive_mobs.position[l][m], s->passive_mobs.mask[l][m], s->passive_mobs.type_id[l][m],
+        draw_mob(canvas, t, s, s->passive_mobs.position[l][m], s->passive_mobs.mask[l][m], s->passive_mobs.type_id[l][m],
                  TEX_PASSIVE, 3, 0);
     for (int m = 0; m < MAX_RANGED_MOBS; m++)
-        draw_mob(view, t, s, s->ranged_mobs.position[l][m], s->ranged_mobs.mask[l][m], s->ranged_mobs.type_id[l][m],
+        draw_mob(canvas, t, s, s->ranged_mobs.position[l][m], s->ranged_mobs.mask[l][m], s->ranged_mobs.type_id[l][m],
                  TEX_RANGED, MOB_TYPES_PER_CLASS, 0);
     for (int m = 0; m < MAX_MOB_PROJECTILES; m++)
-        draw_mob(view, t, s, s->mob_projectiles.position[l][m], s->mob_projectiles.mask[l][m],
+        draw_mob(canvas, t, s, s->mob_projectiles.position[l][m], s->mob_projectiles.mask[l][m],
                  s->mob_projectiles.type_id[l][m], TEX_PROJECTILE, MOB_TYPES_PER_CLASS,
                  projectile_orientation(s->mob_projectile_directions[l][m]));
     for (int m = 0; m < MAX_PLAYER_PROJECTILES; m++)
-        draw_mob(view, t, s, s->player_projectiles.position[l][m], s->player_projectiles.mask[l][m],
+        draw_mob(canvas, t, s, s->player_projectiles.position[l][m], s->player_projectiles.mask[l][m],
                  s->player_projectiles.type_id[l][m], TEX_PROJECTILE, MOB_TYPES_PER_CLASS,
                  projectile_orientation(s->player_projectile_directions[l][m]));
 
     float daylight = l == 0 ? s->light_level : 1.0f;
-    shade_view(view, block, light, daylight, s->is_sleeping, s->state_rng);
+    shade_view(canvas, block, light, daylight, s->is_sleeping, s->state_rng);
 }
 
 // The whole frame: render_height(block) x render_width(block) x 3 float32 values.
 CRAFTAX_FN void render_pixels(const GameState* s, const RenderTextures* t, float* frame) {
-    render_view(s, t, frame);
-    render_inventory(s, t, frame + (long)OBS_ROWS * t->block * render_width(t->block) * 3);
+    int height = render_height(t->block), width = render_width(t->block);
+    Canvas canvas = {frame, width, 0, 0, height, width};
+    render_view(s, s, t, &canvas);
+    render_inventory(s, t, &canvas);
 }
 
 // The frame as bytes: each value truncated toward zero, as numpy's astype(uint8) converts it.
@@ -407,4 +457,15 @@ CRAFTAX_FN void render_observation(const GameState* s, const RenderTextures* t, 
     long values = (long)render_height(t->block) * render_width(t->block) * 3;
     const float scale = 1.0f / 255.0f;
     for (long k = 0; k < values; k++) observation[k] *= scale;
+}
+
+// Pixel (y, x) of render_observation's values, its 3 channels into `out`: every draw of the frame
+// made over that pixel alone, as a device thread draws its pixel. `light_maps` as render_view's.
+CRAFTAX_FN void render_observation_pixel(const GameState* s, const GameState* light_maps, const RenderTextures* t, int y,
+                                         int x, float out[3]) {
+    Canvas canvas = {out, 1, y, x, y + 1, x + 1};
+    render_view(s, light_maps, t, &canvas);
+    render_inventory(s, t, &canvas);
+    const float scale = 1.0f / 255.0f;
+    for (int ch = 0; ch < 3; ch++) out[ch] *= scale;
 }

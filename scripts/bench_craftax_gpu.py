@@ -2,6 +2,8 @@
 
 Usage: python scripts/bench_craftax_gpu.py [--counts 8192,65536,262144,655360] [--seconds 2]
            [--pool 1024] [--cpu-envs 4096] [--jax-envs 4096] [--kernels] [--envs-per-warp N]
+       python scripts/bench_craftax_gpu.py --classic [--counts ...] [--cpu-envs 4096]
+           [--envs-per-warp N] [--peer-craftax-cu PATH]
 
 Rows: CraftaxGPU and CraftaxCompactGPU at each env count (counts that do not fit in the GPU's
 free memory are reported and skipped), random actions drawn on the GPU every step (torch.randint
@@ -13,11 +15,20 @@ the JAX reference, which has none. --kernels adds each GPU row's device time per
 --envs-per-warp sets the GPU env's step kernel's warp width instead of the env's own choice.
 --record stores each GPU row beside the C env of the same observation, and the JAX reference, as
 records (scripts/results.py) for BENCHMARKS.md.
+
+--classic times Craftax-Classic instead, by the same method: CraftaxClassicGPU at each count
+(every world generated, as the reference: Classic has no reset pool) and the C env CraftaxClassic
+on every host core. With --peer-craftax-cu PATH (a checkout of github.com/Infatoshi/craftax.cu),
+its Classic CUDA env is built there as its Makefile builds it and its own `bench` (env-only,
+random actions, the 1,345-float observation: --obs-mode 0) runs at each count in the same run;
+each count prints ours / theirs. Its trajectories are not the reference's (its world generator
+draws its own random numbers), so the two step different worlds.
 """
 
 import argparse
 import os
 import re
+import subprocess
 import sys
 import time
 
@@ -31,6 +42,7 @@ import results  # noqa: E402
 
 # Bytes a GPU env holds per env beyond its state and observation (the C env struct, episode sums).
 ENV_OVERHEAD_BYTES = 1024
+CLASSIC_ACTIONS = 17
 
 
 def kernel_times(torch, run, steps=10):
@@ -57,12 +69,29 @@ def bench_gpu(torch, env_class, num_envs, pool, seconds, kernels=False, envs_per
     if needed > free * 0.95:
         return None, f"does not fit: needs {needed / 2**30:.1f} GiB, {free / 2**30:.1f} GiB free"
     env = env_class(num_envs, reset_pool_size=pool, envs_per_warp=envs_per_warp)
+    return time_gpu_env(torch, env, craftax.NUM_ACTIONS, seconds, kernels)
+
+
+def bench_classic_gpu(torch, num_envs, seconds, kernels=False, envs_per_warp=None):
+    from ocean.craftax_classic import binding as classic_binding
+    from ocean.craftax_classic.gpu import CraftaxClassicGPU
+
+    needed = num_envs * (classic_binding.state_size() + classic_binding.OBS_SIZE * 4 + ENV_OVERHEAD_BYTES)
+    free, _ = torch.cuda.mem_get_info()
+    if needed > free * 0.95:
+        return None, f"does not fit: needs {needed / 2**30:.1f} GiB, {free / 2**30:.1f} GiB free"
+    env = CraftaxClassicGPU(num_envs, **({} if envs_per_warp is None else {"envs_per_warp": envs_per_warp}))
+    return time_gpu_env(torch, env, CLASSIC_ACTIONS, seconds, kernels)
+
+
+def time_gpu_env(torch, env, num_actions, seconds, kernels):
+    """Steps per second of a GPU env (closed after), random actions drawn on the GPU every step."""
     env.gpu_reset(0)
     generator = torch.Generator(device=env.device).manual_seed(0)
 
     def run(steps, actions=env.actions, step=env.gpu_step):
         for _ in range(steps):
-            actions.random_(0, craftax.NUM_ACTIONS, generator=generator)
+            actions.random_(0, num_actions, generator=generator)
             step(actions)
 
     run(20)
@@ -83,13 +112,13 @@ def bench_gpu(torch, env_class, num_envs, pool, seconds, kernels=False, envs_per
         note += f"; per step: {kernel_times(torch, run)}"
     env.gpu_sync_logs()
     env.close()
-    return num_envs * steps / elapsed, note
+    return env.num_envs * steps / elapsed, note
 
 
-def bench_cpu(env_class, num_envs, pool, seconds):
+def bench_cpu(env_class, num_envs, pool, seconds, num_actions=craftax.NUM_ACTIONS):
     threads = os.cpu_count() or 1
-    env = env_class(num_envs=num_envs, num_threads=threads, reset_pool_size=pool)
-    cache = np.random.default_rng(0).integers(0, craftax.NUM_ACTIONS, (64, num_envs)).astype(np.int32)
+    env = env_class(num_envs=num_envs, num_threads=threads, **({} if pool is None else {"reset_pool_size": pool}))
+    cache = np.random.default_rng(0).integers(0, num_actions, (64, num_envs)).astype(np.int32)
     env.reset(0)
     for i in range(10):
         env.step(cache[i % 64])
@@ -149,13 +178,22 @@ def main():
     parser.add_argument("--kernels", action="store_true", help="each GPU row's device time per step by kernel")
     parser.add_argument("--envs-per-warp", type=int, choices=gpu.ENVS_PER_WARP,
                         help="of the GPU env's step kernel (default: the env's own choice for the count)")
+    parser.add_argument("--classic", action="store_true", help="time Craftax-Classic (CraftaxClassicGPU) instead")
+    parser.add_argument("--peer-craftax-cu", metavar="PATH",
+                        help="with --classic: a craftax.cu checkout, its Classic CUDA env built and timed beside")
     results.add_record_flag(parser)
     args = parser.parse_args()
+    if args.peer_craftax_cu and not args.classic:
+        parser.error("--peer-craftax-cu times craftax.cu's Classic env: give --classic too")
+    if args.classic and args.record:
+        parser.error("--record stores the full game's rows; Classic's are printed only")
 
     import torch
 
-    rows, gpu_rates, cpu_rates = [], [], {}
     print(f"GPU: {torch.cuda.get_device_name()}; host: {results.cpu_model()}, {os.cpu_count()} cores", flush=True)
+    if args.classic:
+        return main_classic(torch, args)
+    rows, gpu_rates, cpu_rates = [], [], {}
     for count in [int(c) for c in args.counts.split(",")]:
         for env_class in (gpu.CraftaxCompactGPU, gpu.CraftaxGPU):
             rate, note = bench_gpu(torch, env_class, count, args.pool, args.seconds, args.kernels, args.envs_per_warp)
@@ -180,6 +218,73 @@ def main():
     if args.record:
         records = recorded(torch.cuda.get_device_name(), args, gpu_rates, cpu_rates, rows[-1] if args.jax_envs else None)
         print(f"\n{len(records)} records stored in {results.record(records, args.record)}")
+
+
+def main_classic(torch, args):
+    from ocean.craftax_classic import CraftaxClassic
+
+    peer = build_classic_peer(torch, args.peer_craftax_cu) if args.peer_craftax_cu else None
+    rows = []
+    for count in [int(c) for c in args.counts.split(",")]:
+        rate, note = bench_classic_gpu(torch, count, args.seconds, args.kernels, args.envs_per_warp)
+        torch.cuda.empty_cache()
+        rows.append(("GPU CraftaxClassicGPU", count, rate, note))
+        print(rows[-1], flush=True)
+        if peer is not None:
+            theirs, their_note = classic_peer_rate(peer, count, args.seconds)
+            rows.append(("craftax.cu craftax_classic (obs-mode 0)", count, theirs, their_note))
+            print(rows[-1], flush=True)
+            if rate is not None and theirs is not None:
+                print(f"  {count:,} envs: ours / theirs = {rate / theirs:.3f}", flush=True)
+    if args.cpu_envs:
+        rate, note = bench_cpu(CraftaxClassic, args.cpu_envs, None, args.seconds, CLASSIC_ACTIONS)
+        rows.append(("C env CraftaxClassic", args.cpu_envs, rate, note))
+        print(rows[-1], flush=True)
+    print("\n| env | envs | steps/s | notes |\n|---|---:|---:|---|")
+    for name, count, rate, note in rows:
+        shown = "-" if rate is None else f"{rate / 1e6:.2f}M"
+        print(f"| {name} | {count:,} | {shown} | {note} |")
+
+
+def build_classic_peer(torch, checkout):
+    """craftax.cu's Classic binary for this GPU, built in ``checkout`` as its Makefile's `classic`
+    target builds it (its CPU backend's object, compiled for this host, linked in)."""
+    sources = [os.path.join(checkout, name) for name in ("main_classic.cu", "craftax_classic.cu", "craftax_classic.c")]
+    missing = [path for path in sources if not os.path.exists(path)]
+    if missing:
+        raise SystemExit(f"--peer-craftax-cu {checkout}: no {', '.join(missing)}; give a checkout of craftax.cu")
+    major, minor = torch.cuda.get_device_capability()
+    binary = os.path.join(checkout, f"craftax_classic_sm{major}{minor}")
+    if not os.path.exists(binary) or os.path.getmtime(binary) < max(os.path.getmtime(path) for path in sources):
+        cpu_object = os.path.join(checkout, "craftax_classic_cpu.o")
+        builds = [
+            ["gcc", "-O3", "-march=native", "-mtune=native", "-ffast-math", "-fno-math-errno", "-funroll-loops", "-fopenmp",
+             "-c", sources[2], "-o", cpu_object],
+            ["nvcc", "-O3", f"-arch=sm_{major}{minor}", "--expt-relaxed-constexpr", "--use_fast_math", sources[0], cpu_object,
+             "-o", binary, "-Xcompiler", "-fopenmp", "-lpthread", "-lcublas"],
+        ]
+        for build in builds:
+            print("craftax.cu: " + " ".join(build), flush=True)
+            subprocess.run(build, check=True)
+    return binary
+
+
+def classic_peer_rate(binary, num_envs, seconds):
+    """craftax.cu's own env-only bench at ``num_envs`` envs: float observations (--obs-mode 0), its
+    default split reset; about ``seconds`` of steps after its 20 warm-up steps."""
+    def bench(iters):
+        command = [binary, "bench", "--envs", str(num_envs), "--iters", str(iters), "--obs-mode", "0"]
+        result = subprocess.run(command, capture_output=True, text=True)
+        found = re.search(r"([\d.]+) M SPS\s+\(([\d.]+) us/kernel-step\)", result.stdout)
+        if result.returncode != 0 or found is None:
+            return None, None, f"failed (exit {result.returncode}): {(result.stdout + result.stderr)[-300:]!r}"
+        return float(found.group(1)) * 1e6, float(found.group(2)), " ".join(command[1:])
+
+    rate, step_us, note = bench(50)
+    if rate is None:
+        return None, note
+    rate, step_us, note = bench(max(50, int(seconds / (step_us * 1e-6))))
+    return rate, note if rate is None else f"{note}; {step_us / 1000:.2f} ms/step"
 
 
 def recorded(card, args, gpu_rates, cpu_rates, jax_row):

@@ -1,13 +1,14 @@
 """Builds every Ocean env: ocean/<name>/binding.pyx, a Cython binding over a C header; and, where
-nvcc is found, the GPU Craftax library (ocean/craftax/libcraftax_gpu.so).
+nvcc is found, the GPU Craftax libraries (ocean/craftax/libcraftax_gpu.so, the full game;
+ocean/craftax_classic/libcraftax_classic_gpu.so, Craftax-Classic).
 
 Environment: PUFFER_NO_EXTENSIONS=1 installs the packages without compiling anything (the Makefile
 does so, then compiles once with build_ext --inplace: pip's editable build compiles in a temporary
 folder that a later build_ext --inplace cannot reuse, so it would compile everything twice);
-PUFFER_NO_CUDA=1 skips the CUDA library; PUFFER_REQUIRE_CUDA=1 fails the build when
+PUFFER_NO_CUDA=1 skips the CUDA libraries; PUFFER_REQUIRE_CUDA=1 fails the build when
 nvcc is missing; PUFFER_CUDA_ARCH lists the compute capabilities to compile machine code for
 (default "80,90": sm_80 and sm_90 code plus compute_90 PTX for newer GPUs). PUFFER_BUILD_CACHE=DIR
-keeps Cython's generated C and the CUDA library in DIR, keyed by the content they are built from,
+keeps Cython's generated C and the CUDA libraries in DIR, keyed by the content they are built from,
 so that a fresh copy of the sources (an image build) regenerates only what changed; pair it with
 CC="ccache gcc" for the C compiles.
 """
@@ -53,11 +54,26 @@ extensions = [
     for path in sorted(glob.glob(os.path.join("ocean", "*", "binding.pyx")))
 ]
 
-# The GPU env (craftax_gpu.cu) and the CraftaxCells policy's kernels (cell_embedding.cu), linked into one library.
-CUDA_SOURCES = [os.path.join("ocean", "craftax", name) for name in ("craftax_gpu.cu", "cell_embedding.cu", "pixels_gpu.cu")]
-CUDA_LIBRARY = os.path.join("ocean", "craftax", "libcraftax_gpu.so")
-CUDA_HEADERS = (glob.glob(os.path.join("ocean", "craftax", "*.h")) + glob.glob(os.path.join("ocean", "craftax", "*.cuh"))
-                + [os.path.join("ocean", "vecenv_gpu.cuh")])
+
+class CudaLibrary:
+    """A library nvcc builds: its label in the build's messages, its .cu sources, the headers they
+    include (an edited one rebuilds it) and where it goes."""
+
+    def __init__(self, label, sources, headers, output):
+        self.label, self.sources, self.headers, self.output = label, sources, headers, output
+
+
+CRAFTAX_HEADERS = glob.glob(os.path.join("ocean", "craftax", "*.h")) + [os.path.join("ocean", "vecenv_gpu.cuh")]
+CUDA_LIBRARIES = [
+    # The GPU env (craftax_gpu.cu) and the CraftaxCells policy's kernels (cell_embedding.cu), linked into one library.
+    CudaLibrary("CraftaxGPU", [os.path.join("ocean", "craftax", name) for name in ("craftax_gpu.cu", "cell_embedding.cu", "pixels_gpu.cu")],
+                CRAFTAX_HEADERS + glob.glob(os.path.join("ocean", "craftax", "*.cuh")),
+                os.path.join("ocean", "craftax", "libcraftax_gpu.so")),
+    # Craftax-Classic's headers over the generic device vecenv; they include the full game's shared ones.
+    CudaLibrary("CraftaxClassicGPU", [os.path.join("ocean", "craftax_classic", "craftax_classic_gpu.cu")],
+                glob.glob(os.path.join("ocean", "craftax_classic", "*.h")) + CRAFTAX_HEADERS,
+                os.path.join("ocean", "craftax_classic", "libcraftax_classic_gpu.so")),
+]
 BUILD_CACHE = os.environ.get("PUFFER_BUILD_CACHE")
 
 
@@ -80,22 +96,24 @@ def cuda_arch_flags():
     return flags + [f"-gencode=arch=compute_{capabilities[-1]},code=compute_{capabilities[-1]}"]
 
 
-def cached_cuda_library(command):
-    """Where $PUFFER_BUILD_CACHE keeps the library that COMMAND builds from the CUDA sources as they are now."""
+def cached_cuda_library(library, command):
+    """Where $PUFFER_BUILD_CACHE keeps the library that COMMAND builds from its sources as they are now."""
     digest = hashlib.sha256(" ".join(command[1:-1]).encode())  # the flags: neither nvcc's path nor the output
     digest.update(subprocess.run([command[0], "--version"], capture_output=True, check=True).stdout)
-    for path in sorted([*CUDA_SOURCES, *CUDA_HEADERS]):
+    for path in sorted([*library.sources, *library.headers]):
         with open(path, "rb") as source:
             digest.update(path.encode() + b"\0" + source.read())
-    return os.path.join(BUILD_CACHE, "cuda", f"libcraftax_gpu-{digest.hexdigest()[:32]}.so")
+    stem = os.path.splitext(os.path.basename(library.output))[0]
+    return os.path.join(BUILD_CACHE, "cuda", f"{stem}-{digest.hexdigest()[:32]}.so")
 
 
-def nvcc_command(nvcc, output):
+def nvcc_command(nvcc, library, output):
     # Bitwise parity with the host build: no FMA contraction on either side, no fast math.
     # cudart is linked statically, so the library loads where only the driver is installed.
+    folder = os.path.dirname(library.sources[0])
     return [nvcc, "-O3", "--fmad=false", "-std=c++17", "--threads", "0", "-shared", "-cudart", "static",
-            "-Xcompiler", "-fPIC,-O3,-ffp-contract=off,-fno-fast-math", "-Iocean", "-Iocean/craftax",
-            *cuda_arch_flags(), *CUDA_SOURCES, "-o", output]
+            "-Xcompiler", "-fPIC,-O3,-ffp-contract=off,-fno-fast-math", "-Iocean", f"-I{folder}",
+            *cuda_arch_flags(), *library.sources, "-o", output]
 
 
 class BuildWithCuda(build_ext):
@@ -122,32 +140,36 @@ class BuildWithCuda(build_ext):
     def run(self):
         super().run()
         if os.environ.get("PUFFER_NO_CUDA") == "1":
-            print("CraftaxGPU: PUFFER_NO_CUDA=1, not building the CUDA library")
+            print("CraftaxGPU: PUFFER_NO_CUDA=1, not building the CUDA libraries")
             return
         nvcc = find_nvcc()
         if nvcc is None:
             if os.environ.get("PUFFER_REQUIRE_CUDA") == "1":
                 raise SystemExit("CraftaxGPU: PUFFER_REQUIRE_CUDA=1 but nvcc is not on PATH or in $CUDA_HOME/bin")
-            print("CraftaxGPU: nvcc not found (PATH, $CUDA_HOME/bin): building without the CUDA library")
+            print("CraftaxGPU: nvcc not found (PATH, $CUDA_HOME/bin): building without the CUDA libraries")
             return
+        for library in CUDA_LIBRARIES:
+            self.build_cuda_library(nvcc, library)
+
+    def build_cuda_library(self, nvcc, library):
         in_source = self.inplace or getattr(self, "editable_mode", False)
-        output = CUDA_LIBRARY if in_source else os.path.join(self.build_lib, CUDA_LIBRARY)
-        sources = [*CUDA_SOURCES, *CUDA_HEADERS, __file__]
+        output = library.output if in_source else os.path.join(self.build_lib, library.output)
+        sources = [*library.sources, *library.headers, __file__]
         if os.path.exists(output) and not self.force:
             if os.path.getmtime(output) >= max(os.path.getmtime(path) for path in sources):
                 return
         os.makedirs(os.path.dirname(output), exist_ok=True)
-        command = nvcc_command(nvcc, output)
-        cached = cached_cuda_library(command) if BUILD_CACHE else None
+        command = nvcc_command(nvcc, library, output)
+        cached = cached_cuda_library(library, command) if BUILD_CACHE else None
         if cached and os.path.exists(cached):
             shutil.copyfile(cached, output)
-            print(f"CraftaxGPU: {output} from the build cache ({cached})")
+            print(f"{library.label}: {output} from the build cache ({cached})")
             return
-        print("CraftaxGPU: " + " ".join(command), flush=True)
+        print(f"{library.label}: " + " ".join(command), flush=True)
         started = time.monotonic()
         if subprocess.run(command).returncode != 0:
-            raise SystemExit(f"CraftaxGPU: nvcc failed to compile {' and '.join(CUDA_SOURCES)} (see above)")
-        print(f"CraftaxGPU: built {output} in {time.monotonic() - started:.0f} s", file=sys.stderr)
+            raise SystemExit(f"{library.label}: nvcc failed to compile {' and '.join(library.sources)} (see above)")
+        print(f"{library.label}: built {output} in {time.monotonic() - started:.0f} s", file=sys.stderr)
         if cached:
             os.makedirs(os.path.dirname(cached), exist_ok=True)
             shutil.copyfile(output, cached + ".part")

@@ -21,13 +21,13 @@ class BatchGeometry(NamedTuple):
 
 
 def batch_geometry(train, num_agents, env_on_device):
-    """The batch a ``[train]`` config asks for, as ``segments`` rows of ``horizon`` steps, checked
+    """The batch a ``[train]`` view (config.TrainSettings) asks for, as ``segments`` rows of ``horizon`` steps, checked
     against the env: every agent needs a row, and an env on the GPU fills every agent's row at
     each step."""
-    horizon = train["horizon"]
+    horizon = train.horizon
     if horizon < 2:
         raise ConfigError(f"--train.horizon {horizon}: segments need at least 2 steps (the last one only bootstraps)")
-    batch_size = num_agents * horizon if train["batch_size"] == "auto" else train["batch_size"]
+    batch_size = num_agents * horizon if train.batch_size == "auto" else train.batch_size
     if batch_size % horizon:
         raise ConfigError(f"--train.batch-size {batch_size} must be a multiple of --train.horizon {horizon}")
     segments = batch_size // horizon
@@ -36,7 +36,7 @@ def batch_geometry(train, num_agents, env_on_device):
             f"--train.batch-size {batch_size} gives {segments} segments of {horizon} steps, fewer than "
             f"the {num_agents} agents; use at least num_agents * horizon = {num_agents * horizon}"
         )
-    minibatch_size = min(train["minibatch_size"], batch_size)
+    minibatch_size = min(train.minibatch_size, batch_size)
     if minibatch_size % horizon:
         raise ConfigError(f"--train.minibatch-size {minibatch_size} must be a multiple of --train.horizon {horizon}")
     if env_on_device and segments % num_agents:

@@ -25,6 +25,7 @@ from pufferlib.config import (
     load_config,
     read_ini,
     recipe_files,
+    view,
 )
 from pufferlib.exceptions import APIUsageError, CheckpointError, ParameterError, did_you_mean
 
@@ -75,10 +76,10 @@ def bench(env_name, config):
 
     seconds = config["bench"]["seconds"]
     env = make_vecenv(env_name, config)
-    env_sps = env_steps_per_second(env, seconds, config["base"]["seed"])
+    env_sps = env_steps_per_second(env, seconds, view(config, "base").seed)
     # Said with the figure: scripts/bench_ocean.py times step() alone, with no backend between,
     # cached actions and its own env counts, so it reports more for the same game.
-    count = config["vec"]["num_threads"]
+    count = view(config, "vec").num_threads
     threads = f" ({count} thread{'s' * (count != 1)})" if type(env).__name__ == "Native" else ""
     env_setup = f"{env.num_envs} envs on {type(env).__name__}{threads}, fresh random actions every step"
     env.close()

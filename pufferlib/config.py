@@ -10,6 +10,7 @@ itself in pyproject.toml), any ``.ini`` inside that package. Each names the envs
 import ast
 import configparser
 import contextlib
+import dataclasses
 import importlib.metadata
 import importlib.util
 import re
@@ -304,6 +305,97 @@ def check_config(config, where=None):
     for section, values in config.items():
         for key, value in values.items():
             check_value(section, key, value, f"{where}: [{section}] {key}" if where else flag_name(section, key))
+
+
+# Typed views: a section as the module that reads it sees it, attributes instead of string keys.
+# Their fields are the default.ini section's keys (tests/test_config.py checks that they agree),
+# and `view` takes a config that check_config has passed. "auto" and None are kept as given; the
+# module that reads a field resolves them.
+
+
+@dataclasses.dataclass(frozen=True)
+class BaseSettings:
+    env_name: str
+    package: str | None
+    policy: str
+    rnn: str | None
+    seed: int
+    solve_metric: str
+    solve_score: float | str | None
+    solve_tolerance: float
+    solve_episodes: int
+    score_max_steps: int
+    stop_on_solve: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class VecSettings:
+    backend: str
+    num_envs: int
+    num_threads: int
+    device: str
+    num_workers: int | str
+    batch_size: int | str
+    timeout: float
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainSettings:
+    device: str
+    total_timesteps: int
+    torch_threads: int
+    optimizer: str
+    learning_rate: float
+    anneal_lr: bool
+    adam_beta1: float
+    adam_beta2: float
+    adam_eps: float
+    muon_momentum: float
+    gamma: float
+    gae_lambda: float
+    horizon: int
+    batch_size: int | str
+    minibatch_size: int
+    update_epochs: int
+    clip_coef: float
+    vf_coef: float
+    vf_clip_coef: float
+    ent_coef: float
+    max_grad_norm: float
+    vtrace_rho_clip: float
+    vtrace_c_clip: float
+    prio_alpha: float
+    prio_beta0: float
+    precision: str
+    compile: bool | str
+    cudagraphs: bool | str
+    distributed: str
+    distributed_timeout: float
+    checkpoint_interval: int
+    checkpoint_minutes: float
+    data_dir: str
+    dashboard: str
+    print_interval: float
+    wandb: bool
+    wandb_project: str
+    tensorboard: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalSettings:
+    num_envs: int
+    episodes: int
+    max_steps: int
+    fps: float
+    output: str
+
+
+VIEWS = {"base": BaseSettings, "vec": VecSettings, "train": TrainSettings, "eval": EvalSettings}
+
+
+def view(config, section):
+    """``config[section]`` as its typed view (a snapshot: later changes to the dict are not seen)."""
+    return VIEWS[section](**config[section])
 
 
 def flag_name(section, key):

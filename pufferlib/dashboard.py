@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from pufferlib.checkpoint import write_atomic
-from pufferlib.config import ConfigError
+from pufferlib.config import ConfigError, view
 
 
 class MetricsLog:
@@ -28,16 +28,16 @@ class MetricsLog:
                      if line.strip() and json.loads(line)["epoch"] <= resume_epoch]
             write_atomic(path, "".join(lines))
         self.file = open(path, "a")
-        train = config["train"]
+        train = view(config, "train")
         self.wandb = self.tensorboard = None
-        if train["wandb"]:
+        if train.wandb:
             try:
                 import wandb
             except ImportError:
                 raise ConfigError("--train.wandb true needs the wandb package: pip install wandb") from None
-            self.wandb = wandb.init(project=train["wandb_project"], name=Path(run_dir).name, group=group, config=config,
+            self.wandb = wandb.init(project=train.wandb_project, name=Path(run_dir).name, group=group, config=config,
                                     dir=str(run_dir))
-        if train["tensorboard"]:
+        if train.tensorboard:
             try:
                 from torch.utils.tensorboard import SummaryWriter
             except ImportError:

@@ -14,7 +14,7 @@ import torch
 import pufferlib.models
 from pufferlib.assemble import env_family, make_policy, make_vecenv, resolve_device
 from pufferlib.checkpoint import CheckpointError, check_architecture, load_weights
-from pufferlib.config import ConfigError
+from pufferlib.config import ConfigError, view
 from pufferlib.environment import mean_infos
 from pufferlib.pytorch import clear_finished, sample_logits
 
@@ -162,16 +162,16 @@ def evaluate(env_name, config, checkpoint):
     """`puffer eval`: a trained policy plays one env and agent 0's episodes are shown. ``config``
     is normally the run's own (from the checkpoint) with the command's flags applied. Returns the
     env's episode statistics over the episodes played."""
-    eval_config = config["eval"]
+    settings, seed = view(config, "eval"), view(config, "base").seed
     if checkpoint["env_name"] != env_name:
         raise CheckpointError(f"{checkpoint['path']} was trained on {checkpoint['env_name']}, not {env_name}")
     device = resolve_device(config["train"]["device"])
     # A policy trained on an env's GPU version plays its CPU version: the same game, bit for bit.
     config["vec"]["device"] = "cpu"
     # A video file named: frames in pixels from an env that can draw them.
-    if eval_config["output"] != "auto":
+    if settings.output != "auto":
         request_pixels(env_name, config)
-    env = make_vecenv(env_name, config, num_envs=eval_config["num_envs"])
+    env = make_vecenv(env_name, config, num_envs=settings.num_envs)
     policy = make_policy(env, config).to(device)
     check_architecture(checkpoint, policy, env)
     load_weights(policy, checkpoint)
@@ -183,14 +183,14 @@ def evaluate(env_name, config, checkpoint):
     if final_frames:
         stepper.keep_final_frames()
 
-    player = PolicyPlayer(policy, env.num_agents, config["base"]["seed"], device)
+    player = PolicyPlayer(policy, env.num_agents, seed, device)
     follower = EpisodeFollower()
-    playback = Playback(eval_config["fps"])
-    episodes = eval_config["episodes"]
+    playback = Playback(settings.fps)
+    episodes = settings.episodes
     infos, steps = [], 0
     print(f"Evaluating {checkpoint['path']} on {env_name} ({pufferlib.models.describe(policy)}): {episodes} episodes of agent 0")
     try:
-        for _, rewards, terminals, truncations, step_infos, _, _ in player.play(env, config["base"]["seed"]):
+        for _, rewards, terminals, truncations, step_infos, _, _ in player.play(env, seed):
             infos.extend(step_infos if isinstance(step_infos, list) else [step_infos])
             ended = follower.update(rewards, terminals, truncations)
             if ended:
@@ -198,7 +198,7 @@ def evaluate(env_name, config, checkpoint):
                 playback.episode_end(stepper.final_frame(0) if final_frames else None, line)
                 if len(follower.returns) >= episodes:
                     break
-            if steps >= eval_config["max_steps"]:
+            if steps >= settings.max_steps:
                 break
             last_reward = f"{float(rewards[0]):+.3f}" if follower.length else "-"
             playback.show(env.render(), f"episode {len(follower.returns) + 1} of {episodes}  step {follower.length}  "
@@ -221,12 +221,12 @@ def evaluate(env_name, config, checkpoint):
         print(f"Mean return of agent 0 over {len(returns)} episodes: {np.mean(returns):.4g}")
     if stats:
         print(f"Env episode statistics (all agents, {stats.get('episodes', 0):.0f} episodes): "
-              + describe_stats({k: v for k, v in stats.items() if k != "episodes"}, config["base"]["solve_metric"]))
+              + describe_stats({k: v for k, v in stats.items() if k != "episodes"}, view(config, "base").solve_metric))
     if playback.frames:
-        output = eval_config["output"]
+        output = settings.output
         if output == "auto":
             output = str(Path(checkpoint["path"]).parent / "eval.gif")
-        stored = playback.save(output, eval_config["fps"])
+        stored = playback.save(output, settings.fps)
         merged = f" ({len(playback.frames)} steps: a GIF stores repeated frames once, shown for longer)" if stored != len(playback.frames) else ""
         print(f"Saved {stored} frames to {output}{merged}")
     return stats

@@ -23,7 +23,7 @@ import torch
 from pufferlib.assemble import resolve_device, set_torch_threads
 from pufferlib.buffer import SegmentBuffer, batch_geometry
 from pufferlib.checkpoint import CHECKPOINT_FORMAT, architecture, check_architecture, load_weights, save_atomic
-from pufferlib.config import ConfigError
+from pufferlib.config import ConfigError, view
 from pufferlib.distributed import World
 from pufferlib.environment import mean_infos
 from pufferlib.pytorch import (
@@ -141,12 +141,12 @@ def build_optimizer(policy, train):
     # The fused CUDA kernel updates every parameter in one launch instead of several per tensor;
     # capturable keeps its step counts on the device, so the update can be a CUDA graph.
     on_cuda = all(p.is_cuda for _, p in named)
-    adam = dict(lr=train["learning_rate"], betas=(train["adam_beta1"], train["adam_beta2"]), eps=train["adam_eps"],
+    adam = dict(lr=train.learning_rate, betas=(train.adam_beta1, train.adam_beta2), eps=train.adam_eps,
                 fused=on_cuda, capturable=on_cuda)
-    if train["optimizer"] == "adam":
+    if train.optimizer == "adam":
         return torch.optim.Adam([p for _, p in named], **adam)
-    if train["optimizer"] != "muon":
-        raise ConfigError(f"--train.optimizer {train['optimizer']!r}: valid are adam and muon")
+    if train.optimizer != "muon":
+        raise ConfigError(f"--train.optimizer {train.optimizer!r}: valid are adam and muon")
     if not hasattr(torch.optim, "Muon"):
         raise ConfigError(f"--train.optimizer muon needs torch.optim.Muon (torch >= 2.9); this is torch {torch.__version__}")
     from pufferlib.muon import StackedMuon  # defined on torch's Muon, so only where it exists
@@ -157,7 +157,7 @@ def build_optimizer(policy, train):
     if not hidden:
         raise ConfigError("--train.optimizer muon: this policy has no hidden weight matrices (add layers or an rnn)")
     muon = StackedMuon(
-        hidden, lr=train["learning_rate"], momentum=train["muon_momentum"], weight_decay=0.0, adjust_lr_fn="match_rms_adamw"
+        hidden, lr=train.learning_rate, momentum=train.muon_momentum, weight_decay=0.0, adjust_lr_fn="match_rms_adamw"
     )
     return CombinedOptimizer([muon, torch.optim.Adam(others, **adam)])
 
@@ -179,21 +179,21 @@ class PuffeRL:
 
     def __init__(self, config, vecenv, policy, world=None):
         self.config = config
-        train = self.train_config = config["train"]
+        train = self.train_settings = view(config, "train")
         self.seed = config["base"]["seed"]
         self.world = world or World()  # the ranks of a data-parallel run, or just this process
         set_torch_threads(config)
         self.vecenv = vecenv
         self.env_on_device = on_device(vecenv)
-        self.device = trainer_device(vecenv, resolve_device(train["device"]))
+        self.device = trainer_device(vecenv, resolve_device(train.device))
         self.policy = policy.to(self.device)
         self.num_agents = vecenv.num_agents
 
         # The batch is `segments` rows of `horizon` consecutive steps of one agent.
-        self.horizon = train["horizon"]
+        self.horizon = train.horizon
         self.batch_size, self.segments, self.minibatch_segments = batch_geometry(train, self.num_agents, self.env_on_device)
-        self.total_minibatches = max(1, train["update_epochs"] * self.segments // self.minibatch_segments)
-        self.total_epochs = max(1, math.ceil(train["total_timesteps"] / (self.batch_size * self.world.size)))
+        self.total_minibatches = max(1, train.update_epochs * self.segments // self.minibatch_segments)
+        self.total_epochs = max(1, math.ceil(train.total_timesteps / (self.batch_size * self.world.size)))
         self.buffer = SegmentBuffer(
             self.segments, self.horizon, self.num_agents, vecenv.single_observation_space, vecenv.single_action_space,
             self.policy.initial_state(self.segments, self.device), self.device,
@@ -211,8 +211,8 @@ class PuffeRL:
 
         use_compile, use_graphs, self.autocast = gpu_speedups(train, self.device)
         self.minibatch_loss = functools.partial(
-            ppo_loss, self.policy, clip_coef=train["clip_coef"], vf_clip_coef=train["vf_clip_coef"],
-            vf_coef=train["vf_coef"], ent_coef=train["ent_coef"],
+            ppo_loss, self.policy, clip_coef=train.clip_coef, vf_clip_coef=train.vf_clip_coef,
+            vf_coef=train.vf_coef, ent_coef=train.ent_coef,
         )
         self.advantage_kernel = compute_advantages
         if use_compile:
@@ -275,11 +275,11 @@ class PuffeRL:
         statistics are read at the end. A NaN or infinity in a minibatch's loss or gradients halts
         the updates on the device from that minibatch on, and the read at the end reports it."""
         start = time.time()
-        train, buffer = self.train_config, self.buffer
+        train, buffer = self.train_settings, self.buffer
         progress = self.progress()
-        lr = cosine_lr(train["learning_rate"], progress) if train["anneal_lr"] else train["learning_rate"]
-        self.lr_scale.fill_(lr / train["learning_rate"] if train["learning_rate"] else 0.0)
-        self.beta.fill_(train["prio_beta0"] + (1.0 - train["prio_beta0"]) * progress)
+        lr = cosine_lr(train.learning_rate, progress) if train.anneal_lr else train.learning_rate
+        self.lr_scale.fill_(lr / train.learning_rate if train.learning_rate else 0.0)
+        self.beta.fill_(train.prio_beta0 + (1.0 - train.prio_beta0) * progress)
         self.ratio.fill_(1.0)
         for total in self.totals.values():
             total.zero_()
@@ -302,14 +302,14 @@ class PuffeRL:
 
     def minibatch_update(self):
         """One prioritized minibatch, device work only: returns the advantages it used."""
-        train, buffer = self.train_config, self.buffer
+        train, buffer = self.train_settings, self.buffer
         # Recomputed every minibatch: the ratios of replayed segments change as the policy does,
         # and V-trace uses them to discount stale experience.
         advantages = self.advantage_kernel(
             buffer.values, buffer.rewards, buffer.dones, buffer.truncations, self.ratio,
-            train["gamma"], train["gae_lambda"], train["vtrace_rho_clip"], train["vtrace_c_clip"],
+            train.gamma, train.gae_lambda, train.vtrace_rho_clip, train.vtrace_c_clip,
         )
-        idx, weights = prioritized_sample(advantages, self.minibatch_segments, train["prio_alpha"], self.beta, self.generator)
+        idx, weights = prioritized_sample(advantages, self.minibatch_segments, train.prio_alpha, self.beta, self.generator)
         with self.autocast():
             loss, ratio, stats = self.minibatch_loss(
                 buffer.observations[idx], tuple(s[idx] for s in buffer.start_state), buffer.dones[idx].bool(),
@@ -334,7 +334,7 @@ class PuffeRL:
         """Clips the gradients. Returns their norm before clipping and the weights before the
         optimizer's step, flat (compiled on a GPU: a few kernels where eagerly there are dozens)."""
         parameters = list(self.policy.parameters())
-        grad_norm = torch.nn.utils.clip_grad_norm_(parameters, self.train_config["max_grad_norm"])
+        grad_norm = torch.nn.utils.clip_grad_norm_(parameters, self.train_settings.max_grad_norm)
         return grad_norm, torch.cat([p.reshape(-1) for p in parameters])
 
     @torch.no_grad()
@@ -429,7 +429,7 @@ class PuffeRL:
         self.generator.set_state(checkpoint["generator"])
         torch.set_rng_state(checkpoint["torch_rng"])
         # The budget is in steps: what is left of it, in epochs of this run's batch and rank count.
-        remaining = max(0, self.train_config["total_timesteps"] - self.global_step)
+        remaining = max(0, self.train_settings.total_timesteps - self.global_step)
         self.total_epochs = max(1, self.epoch + math.ceil(remaining / (self.batch_size * self.world.size)))
         if checkpoint["total_epochs"] != self.total_epochs:
             # A new budget stretches what is left of the schedules over it; one that had run out

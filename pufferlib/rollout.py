@@ -62,13 +62,13 @@ def trainer_device(vecenv, device):
 
 
 def gpu_speedups(train, device):
-    """(torch.compile?, CUDA graphs?, the autocast context) for a ``[train]`` config on ``device``.
+    """(torch.compile?, CUDA graphs?, the autocast context) for a ``[train]`` view (config.TrainSettings) on ``device``.
     By default all on a GPU, where graphs remove the launch cost of small kernels and bf16 halves
     the training math, and off on a CPU, where they cost more than they give."""
     on_cuda = device.startswith("cuda")
-    use_compile = on_cuda if train["compile"] == "auto" else train["compile"]
-    use_graphs = on_cuda if train["cudagraphs"] == "auto" else train["cudagraphs"]
-    precision = ("bfloat16" if on_cuda else "float32") if train["precision"] == "auto" else train["precision"]
+    use_compile = on_cuda if train.compile == "auto" else train.compile
+    use_graphs = on_cuda if train.cudagraphs == "auto" else train.cudagraphs
+    precision = ("bfloat16" if on_cuda else "float32") if train.precision == "auto" else train.precision
     if precision not in ("float32", "bfloat16"):
         raise ConfigError(f"--train.precision {precision!r}: valid are auto, float32, bfloat16")
     if precision == "float32":

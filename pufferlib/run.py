@@ -30,7 +30,7 @@ from pufferlib.checkpoint import (
     save_atomic,
     write_atomic,
 )
-from pufferlib.config import check_config
+from pufferlib.config import check_config, view
 from pufferlib.dashboard import Dashboard, MetricsLog, epoch_metrics, human
 from pufferlib.distributed import World, make_world
 from pufferlib.evaluate import SolveCheck, score_policy
@@ -105,18 +105,18 @@ class TrainingRun:
     def __init__(self, env_name, config, world=None, resume=None, load_model_path=None, run_dir=None, group=None):
         check_config(config)
         self.env_name, self.config, self.world = env_name, config, world or World()
-        self.train_config = train_config = config["train"]
+        self.train_settings = train = view(config, "train")
         self.is_main = self.world.is_main
         self.checkpoint = None
         # A folder this run makes is removed again if the run never starts; one given is the caller's.
         self.owns_folder = not resume and run_dir is None
         if resume:
-            self.checkpoint = read_checkpoint(resolve_checkpoint(resume, train_config["data_dir"], env_name))
+            self.checkpoint = read_checkpoint(resolve_checkpoint(resume, train.data_dir, env_name))
             if self.checkpoint["env_name"] != env_name:
                 raise CheckpointError(f"{self.checkpoint['path']} was trained on {self.checkpoint['env_name']}, not {env_name}")
             run_dir = Path(self.checkpoint["path"]).parent
         elif run_dir is None:
-            run_dir = self.world.decide(str(new_run_dir(train_config["data_dir"], env_name)) if self.is_main else None)
+            run_dir = self.world.decide(str(new_run_dir(train.data_dir, env_name)) if self.is_main else None)
         self.run_dir = Path(run_dir)
         self.checkpoint_path = self.run_dir / CHECKPOINT_NAME
         try:
@@ -140,7 +140,7 @@ class TrainingRun:
             shutil.rmtree(self.run_dir, ignore_errors=True)
 
     def start_trainer(self, load_model_path):
-        config, train_config = self.config, self.train_config
+        config, train = self.config, self.train_settings
         vecenv = make_vecenv(self.env_name, config)
         try:
             trainer = PuffeRL(config, vecenv, make_policy(vecenv, config), self.world)
@@ -153,11 +153,11 @@ class TrainingRun:
                 if trainer.epoch >= trainer.total_epochs:
                     raise RunComplete(
                         f"{self.run_dir} is complete: it trained {human(trainer.global_step)} of its "
-                        f"{human(train_config['total_timesteps'])} steps. To train it further, give it a larger budget: "
+                        f"{human(train.total_timesteps)} steps. To train it further, give it a larger budget: "
                         f"puffer train {self.env_name} --resume {self.run_dir} --train.total-timesteps N"
                     )
             elif load_model_path:
-                weights = read_checkpoint(resolve_checkpoint(load_model_path, train_config["data_dir"], self.env_name))
+                weights = read_checkpoint(resolve_checkpoint(load_model_path, train.data_dir, self.env_name))
                 check_architecture(weights, trainer.policy, trainer.vecenv)
                 load_weights(trainer.policy, weights)
         except BaseException:
@@ -173,7 +173,7 @@ class TrainingRun:
         if not self.checkpoint:
             return None
         before = self.checkpoint["config"]["train"]["total_timesteps"]
-        return before if before < self.train_config["total_timesteps"] else None
+        return before if before < self.train_settings.total_timesteps else None
 
     def epoch(self):
         """Collects a batch and trains on it; False when a stop was asked for before the batch was
@@ -199,7 +199,7 @@ class TrainingRun:
 
     def checkpoint_due(self):
         """Whether the epoch or the clock interval has passed since the last checkpoint."""
-        every_epochs, every_minutes = self.train_config["checkpoint_interval"], self.train_config["checkpoint_minutes"]
+        every_epochs, every_minutes = self.train_settings.checkpoint_interval, self.train_settings.checkpoint_minutes
         by_epoch = every_epochs and self.trainer.epoch % every_epochs == 0
         by_clock = every_minutes and time.monotonic() - self.last_checkpoint_time >= 60 * every_minutes
         return bool(by_epoch or by_clock)
@@ -223,17 +223,17 @@ class TrainingRun:
 
 
 def solve_target(config, env):
-    base = config["base"]
-    if base["solve_score"] == "auto":
+    base = view(config, "base")
+    if base.solve_score == "auto":
         inner = getattr(env, "driver_env", env)
         return getattr(inner, "optimal_score", None)
-    return base["solve_score"]
+    return base.solve_score
 
 
 def describe_target(config, target):
-    base = config["base"]
-    what = "the optimal score" if base["solve_score"] == "auto" else f"the target {base['solve_metric']}"
-    within = f" within {base['solve_tolerance']:g}" if base["solve_tolerance"] else ""
+    base = view(config, "base")
+    what = "the optimal score" if base.solve_score == "auto" else f"the target {base.solve_metric}"
+    within = f" within {base.solve_tolerance:g}" if base.solve_tolerance else ""
     return f"{what} {target:.4g}{within}"
 
 
@@ -270,13 +270,13 @@ def train(env_name, config, resume=None, load_model_path=None):
 
 
 def train_run(env_name, config, world, resume, load_model_path):
-    base = config["base"]
+    base = view(config, "base")
     run = TrainingRun(env_name, config, world, resume=resume, load_model_path=load_model_path)
     trainer, vecenv, run_dir = run.trainer, run.trainer.vecenv, run.run_dir
     main = run.is_main
 
     target = solve_target(config, vecenv)
-    solve_check = SolveCheck(base["solve_metric"], target, base["solve_tolerance"], base["solve_episodes"])
+    solve_check = SolveCheck(base.solve_metric, target, base.solve_tolerance, base.solve_episodes)
     # Fresh-episode scoring plays envs of its own (on the CPU: an env's GPU version is the same
     # game), fewer than training's: their workers and batches are the backend's choice. Ray's
     # would wait for CPUs that training's actors hold, so they step in this process instead.
@@ -287,20 +287,20 @@ def train_run(env_name, config, world, resume, load_model_path):
 
     def scoring_env():
         if not scoring_envs:
-            num_envs = scoring_env_count(vecenv.num_envs, base["solve_episodes"])
+            num_envs = scoring_env_count(vecenv.num_envs, base.solve_episodes)
             scoring_envs.append(make_vecenv(env_name, scoring_config, num_envs=num_envs))
         return scoring_envs[0]
 
     def scoring_seed():
-        return base["seed"] + 1_000_003 * trainer.epoch + 500_009
+        return base.seed + 1_000_003 * trainer.epoch + 500_009
 
     def score_now():
-        return score_policy(trainer, scoring_env(), scoring_seed(), base["solve_episodes"], base["score_max_steps"])
+        return score_policy(trainer, scoring_env(), scoring_seed(), base.solve_episodes, base.score_max_steps)
 
     best = [run.checkpoint.get("best") if run.checkpoint else None]  # (value, step) of best.pt
 
     def keep_if_best(stats):
-        value = stats.get(base["solve_metric"])
+        value = stats.get(base.solve_metric)
         if value is not None and (best[0] is None or value > best[0][0]):
             best[0] = (value, trainer.global_step)
             save_atomic({**trainer.state_dict(), "best": best[0]}, run_dir / BEST_NAME)
@@ -323,25 +323,25 @@ def train_run(env_name, config, world, resume, load_model_path):
                     break
                 if trainer.solved is None and solve_check.candidate(trainer.episode_stats):
                     reached, stats = world.decide(
-                        solve_check.confirm(trainer, scoring_env(), scoring_seed(), base["score_max_steps"]) if main else None
+                        solve_check.confirm(trainer, scoring_env(), scoring_seed(), base.score_max_steps) if main else None
                     )
-                    value = stats.get(base["solve_metric"])
+                    value = stats.get(base.solve_metric)
                     if main:
                         keep_if_best(stats)
                     if reached:
                         trainer.solved = (trainer.global_step, trainer.seconds(), value)
                         dashboard.say(
                             f"Solved: {describe_target(config, target)} at step {human(trainer.global_step)}, "
-                            f"{trainer.seconds():.1f} s into training ({base['solve_metric']} {value:.4f} on "
+                            f"{trainer.seconds():.1f} s into training ({base.solve_metric} {value:.4f} on "
                             f"{stats['episodes']:.0f} fresh episodes)"
                         )
-                        if base["stop_on_solve"]:
+                        if base.stop_on_solve:
                             break
                     else:
                         solve_check.recent.clear()
                         dashboard.say(
                             f"Training episodes reached {describe_target(config, target)} at step {human(trainer.global_step)}, "
-                            f"fresh episodes did not ({base['solve_metric']} {describe_value(value)}): training on"
+                            f"fresh episodes did not ({base.solve_metric} {describe_value(value)}): training on"
                         )
                 if run.checkpoint_due():
                     run.save_checkpoint(best=best[0])
@@ -353,7 +353,7 @@ def train_run(env_name, config, world, resume, load_model_path):
             trainer.interrupted = trainer.stop_requested
             trainer.stop_signal = stop.received
             if main and not trainer.interrupted:
-                dashboard.say(f"Scoring the final policy on {base['solve_episodes']} fresh episodes or more")
+                dashboard.say(f"Scoring the final policy on {base.solve_episodes} fresh episodes or more")
                 trainer.final_score = score_now()
                 keep_if_best(trainer.final_score)
             run.save_checkpoint(best=best[0])
@@ -373,7 +373,7 @@ def train_run(env_name, config, world, resume, load_model_path):
 def print_summary(env_name, config, trainer, target, best, run_dir):
     """The run's last words: what the final policy does on fresh episodes, against the target,
     and the commands that continue, play and plot this very run."""
-    base = config["base"]
+    base = view(config, "base")
     checkpoint_path = run_dir / CHECKPOINT_NAME
     if trainer.interrupted:
         by = {signal.SIGTERM: " by SIGTERM"}.get(getattr(trainer, "stop_signal", None), "")
@@ -382,18 +382,18 @@ def print_summary(env_name, config, trainer, target, best, run_dir):
     else:
         stats = trainer.final_score
         episode_stats = {k: v for k, v in stats.items() if k != "episodes"}
-        shown = describe_stats(episode_stats, base["solve_metric"]) or "no episode finished"
+        shown = describe_stats(episode_stats, base.solve_metric) or "no episode finished"
         print(f"Finished {human(trainer.global_step)} steps in {trainer.seconds():.1f} s. Final policy on "
               f"{stats.get('episodes', 0):.0f} fresh episodes: {shown}")
         if target is not None:
-            value = stats.get(base["solve_metric"])
-            if value is not None and value >= target - base["solve_tolerance"]:
-                print(f"Solved: the final policy holds {describe_target(config, target)} ({base['solve_metric']} {value:.4f}).")
+            value = stats.get(base.solve_metric)
+            if value is not None and value >= target - base.solve_tolerance:
+                print(f"Solved: the final policy holds {describe_target(config, target)} ({base.solve_metric} {value:.4f}).")
             else:
                 print(f"Not solved: the final policy scores {describe_value(value)}, short of {describe_target(config, target)}.")
             if trainer.solved:
                 step, seconds, solved_value = trainer.solved
                 print(f"First reached at step {human(step)}, after {seconds:.1f} s ({solved_value:.4f} on fresh episodes).")
-    if best is not None and best[0] > trainer.final_score.get(base["solve_metric"], float("-inf")):
-        print(f"Best policy: {run_dir / BEST_NAME} ({base['solve_metric']} {best[0]:.4f} at step {human(best[1])})")
+    if best is not None and best[0] > trainer.final_score.get(base.solve_metric, float("-inf")):
+        print(f"Best policy: {run_dir / BEST_NAME} ({base.solve_metric} {best[0]:.4f} at step {human(best[1])})")
     print(f"Checkpoint: {checkpoint_path}\nEval: puffer eval {env_name} --load-model-path {run_dir}\nPlot: puffer plot {run_dir}")

@@ -32,7 +32,7 @@ from pufferlib.checkpoint import (
     resolve_checkpoint,
     run_dirs,
 )
-from pufferlib.config import ConfigError, apply_flags
+from pufferlib.config import ConfigError, apply_flags, view
 from pufferlib.player import EpisodeFollower, PolicyPlayer, request_pixels
 
 PAGE = Path(__file__).with_name("watch.html")
@@ -252,20 +252,21 @@ def start(env_name, config, flags, load_model_path=None, host="127.0.0.1", port=
         if checkpoint["env_name"] != env_name:
             raise ConfigError(f"{checkpoint['path']} was trained on {checkpoint['env_name']}, not {env_name}")
         config = apply_flags(checkpoint["config"], flags)
-    fps = config["eval"]["fps"]
+    settings = view(config, "eval")
+    fps = settings.fps
     if not fps > 0:
         raise ConfigError(f"--eval.fps {fps}: the page needs a positive frame rate (8 by default)")
     # One env on the CPU: the watched policy must not compete with a run training on the GPU.
     config["vec"]["device"] = "cpu"
     request_pixels(env_name, config)
-    env = make_vecenv(env_name, config, num_envs=config["eval"]["num_envs"])
+    env = make_vecenv(env_name, config, num_envs=settings.num_envs)
     try:
         policy = make_policy(env, config)
         if checkpoint:
             check_architecture(checkpoint, policy, env)
             load_weights(policy, checkpoint)
         policy.eval()
-        player = Player(env, policy, config["base"]["seed"], fps)
+        player = Player(env, policy, view(config, "base").seed, fps)
         info = {"env": env_name, "policy": f"{checkpoint['path']}: {source}" if checkpoint else source,
                 "model": pufferlib.models.describe(policy), "metric": metric, "data_dir": str(data_dir), "fps": fps}
         server = WatchServer(host, port, player, info, data_dir, env_name, metric)

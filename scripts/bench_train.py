@@ -186,7 +186,7 @@ def measure_ranks(args, config, world):
         return steps / elapsed
     ranks, per_rank = (f" x {world.size} ranks", " a rank") if world.size > 1 else ("", "")
     print(f"{args.env} on {trainer.device}{ranks}: {describe(trainer.policy)}, {trainer.num_agents} agents{per_rank}, "
-          f"batch {trainer.batch_size}{per_rank}, minibatch {trainer.minibatch_segments * trainer.horizon}, {trainer.train_config['optimizer']}")
+          f"batch {trainer.batch_size}{per_rank}, minibatch {trainer.minibatch_segments * trainer.horizon}, {trainer.train_settings.optimizer}")
     print(f"  training {steps / elapsed / 1e6:.3f}M SPS over {epochs} epochs ({elapsed:.1f} s); "
           f"rollout {steps / rollout / 1e6:.3f}M SPS alone, update {steps / update / 1e6:.3f}M SPS alone")
     if env_clock.threads:

@@ -3,6 +3,8 @@ bad value for any of them is one line naming the flag, the value and what is val
 an env's .ini, found beside the env, over the defaults; flags override both with the key's type,
 and a misspelled one is answered with the closest."""
 
+import dataclasses
+import typing
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +16,7 @@ from pufferlib import cli
 from pufferlib.config import (
     DEFAULT_CONFIG,
     RULES,
+    VIEWS,
     ConfigError,
     apply_config_file,
     apply_flags,
@@ -21,6 +24,7 @@ from pufferlib.config import (
     env_config_files,
     load_config,
     read_ini,
+    view,
 )
 
 # The command that reads each section's keys (the others refuse them as not theirs).
@@ -35,6 +39,23 @@ WALKED = [(section, key) for section, key in CHECKED if RULES[section][key].bad 
 
 def test_every_key_of_the_defaults_has_a_rule():
     assert [f"{section}.{key}" for section, key in CHECKED if key not in RULES.get(section, {})] == []
+
+
+@pytest.mark.parametrize("section", sorted(VIEWS))
+def test_each_typed_view_has_the_defaults_keys_and_types(section):
+    fields = {field.name: field.type for field in dataclasses.fields(VIEWS[section])}
+    assert list(fields) == list(DEFAULTS[section])
+    for key, value in DEFAULTS[section].items():
+        allowed = typing.get_args(fields[key]) or (fields[key],)
+        allowed += (int,) if float in allowed else ()  # an int is a float's value, as in type checkers
+        if value is not None and value != "auto":
+            assert isinstance(value, allowed), f"[{section}] {key} = {value!r}"
+
+
+@pytest.mark.parametrize("env_name", sorted(env_config_files()))
+def test_every_env_config_reads_through_the_typed_views(env_name):
+    config = load_config(env_name)
+    assert {section: dataclasses.asdict(view(config, section)) for section in VIEWS} == {section: config[section] for section in VIEWS}
 
 
 def test_the_defaults_and_every_env_config_pass_their_rules():

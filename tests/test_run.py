@@ -4,6 +4,7 @@ rate moves. Checkpoints leave training as it was, a crashed run resumes past its
 a larger budget stretches the rest of the schedule, the summary scores the final policy, a disk
 that is read-only or full is a one-line error, and the CPU clock counts the env workers' time."""
 
+import dataclasses
 import json
 import os
 import signal
@@ -87,13 +88,13 @@ def test_checkpoints_follow_the_clock_as_well_as_the_epoch_count(tmp_path):
     run = TrainingRun("puffer_squared", config)
     try:
         assert run.epoch() and not run.checkpoint_due()  # neither interval is set
-        run.train_config["checkpoint_minutes"] = 1e-6
+        run.train_settings = dataclasses.replace(run.train_settings, checkpoint_minutes=1e-6)
         assert run.checkpoint_due()
         run.save_checkpoint()
         assert read_checkpoint(run.run_dir)["epoch"] == 1
-        run.train_config["checkpoint_minutes"] = 60
+        run.train_settings = dataclasses.replace(run.train_settings, checkpoint_minutes=60)
         assert run.epoch() and not run.checkpoint_due()  # an hour has not passed since the last one
-        run.train_config["checkpoint_interval"] = 2
+        run.train_settings = dataclasses.replace(run.train_settings, checkpoint_interval=2)
         assert run.checkpoint_due()  # the second epoch
     finally:
         run.close()

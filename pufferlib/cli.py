@@ -70,9 +70,9 @@ def env_steps_per_second(env, seconds, seed):
 def bench(env_name, config):
     """Env-only SPS (random actions, no policy) and full training SPS, `[bench] seconds` each."""
     import pufferlib.models
-    from pufferlib.assemble import make_policy, make_vecenv
+    from pufferlib.assemble import make_vecenv
     from pufferlib.dashboard import human
-    from pufferlib.pufferl import PuffeRL
+    from pufferlib.run import build_trainer
 
     seconds = config["bench"]["seconds"]
     env = make_vecenv(env_name, config)
@@ -84,8 +84,7 @@ def bench(env_name, config):
     env_setup = f"{env.num_envs} envs on {type(env).__name__}{threads}, fresh random actions every step"
     env.close()
 
-    vecenv = make_vecenv(env_name, config)
-    trainer = PuffeRL(config, vecenv, make_policy(vecenv, config))
+    trainer = build_trainer(env_name, config)
     trainer.collect()
     trainer.train()  # warm-up: first-call allocations (and compilation on GPU)
     step0, start, rollout, learn = trainer.global_step, time.time(), 0.0, 0.0

@@ -95,6 +95,17 @@ class CpuClock:
         return self.total() - self.start
 
 
+def build_trainer(env_name, config, world=None, trainer_class=PuffeRL):
+    """The envs, the policy and the trainer over them, as every run and benchmark builds them; the
+    envs are closed again if the trainer cannot be built."""
+    vecenv = make_vecenv(env_name, config)
+    try:
+        return trainer_class(config, vecenv, make_policy(vecenv, config), world)
+    except BaseException:
+        vecenv.close()
+        raise
+
+
 class TrainingRun:
     """A run folder with its trainer (new, from saved weights, or resumed from its checkpoint),
     its metrics log and its checkpoints. ``epoch()`` trains one; ``close()`` releases everything.
@@ -141,12 +152,7 @@ class TrainingRun:
 
     def start_trainer(self, load_model_path):
         config, train = self.config, self.train_settings
-        vecenv = make_vecenv(self.env_name, config)
-        try:
-            trainer = PuffeRL(config, vecenv, make_policy(vecenv, config), self.world)
-        except BaseException:
-            vecenv.close()
-            raise
+        trainer = build_trainer(self.env_name, config, self.world)
         try:
             if self.checkpoint:
                 trainer.load_checkpoint(self.checkpoint)

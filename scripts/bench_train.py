@@ -58,13 +58,13 @@ from collections import deque
 import numpy as np
 import torch
 
-from pufferlib import assemble, pufferl
+from pufferlib import pufferl
 from pufferlib.config import ConfigError, apply_config_file, apply_flags, config_file_path, load_config
 from pufferlib.distributed import make_world, torchrun_variables
 from pufferlib.evaluate import SolveCheck
 from pufferlib.exceptions import APIUsageError, ParameterError
 from pufferlib.models import describe
-from pufferlib.run import CpuClock
+from pufferlib.run import CpuClock, build_trainer
 
 CARTPOLE_TARGET = 475.0
 
@@ -160,9 +160,8 @@ def craftax_cu_sps(checkout, num_envs, horizon, iters, ours):
 def measure_ranks(args, config, world):
     """Under torchrun, every rank trains its own envs; steps count all ranks and rank 0 prints."""
     world.place(config)
-    vecenv = assemble.make_vecenv(args.env, config)
-    trainer = pufferl.PuffeRL(config, vecenv, assemble.make_policy(vecenv, config), world)
-    env_clock = EnvStepClock(vecenv)
+    trainer = build_trainer(args.env, config, world)
+    env_clock = EnvStepClock(trainer.vecenv)
     synchronize = torch.cuda.synchronize if trainer.device.startswith("cuda") else (lambda: None)
     for _ in range(args.warmup):
         trainer.collect()
@@ -262,8 +261,7 @@ def compare_sps(args, config, peer_config, peer_class):
     disagree."""
     trainers = []
     for trainer_class, trainer_config in ((pufferl.PuffeRL, config), (peer_class, peer_config)):
-        vecenv = assemble.make_vecenv(args.env, trainer_config)
-        trainers.append(trainer_class(trainer_config, vecenv, assemble.make_policy(vecenv, trainer_config)))
+        trainers.append(build_trainer(args.env, trainer_config, trainer_class=trainer_class))
     synchronize = torch.cuda.synchronize if trainers[0].device.startswith("cuda") else (lambda: None)
     totals = [dict(steps=0, seconds=0.0, rollout=0.0, update=0.0, epochs=0) for _ in trainers]
     for _ in range(args.warmup):
@@ -321,10 +319,9 @@ def puffer_cartpole(seed, budget, overlay=None):
     if overlay:
         apply_config_file(config, overlay)
     config = apply_flags(config, ["--base.seed", str(seed)])
-    vecenv = assemble.make_vecenv("CartPole-v1", config)
-    trainer = pufferl.PuffeRL(config, vecenv, assemble.make_policy(vecenv, config))
+    trainer = build_trainer("CartPole-v1", config)
 
-    cpu = CpuClock(vecenv)
+    cpu = CpuClock(trainer.vecenv)
     # The criterion SB3's runs below are held to: the mean return of the newest 100 training episodes.
     check = SolveCheck("episode_return", CARTPOLE_TARGET, 0.0, 100)
     try:

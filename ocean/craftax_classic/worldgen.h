@@ -1,10 +1,10 @@
 // Craftax-Classic's world generation, as craftax/craftax_classic/world_gen.py's generate_world
 // (one 64 x 64 floor), consuming keys exactly as the reference does.
 //
-// The noise is util/noise.py's generate_fractal_noise_2d with one octave on 64 x 64; its float
-// arithmetic follows the XLA program of the reference's jitted reset (FMA contractions written
-// out with fmaf, as in ../craftax/noise.h, whose generator is fixed to the full game's 48 x 48).
+// The noise is util/noise.py's generate_fractal_noise_2d with one octave on 64 x 64: the full
+// game's Perlin noise (../craftax/perlin.h) on Classic's map.
 #pragma once
+#include "../craftax/perlin.h"
 #include "state.h"
 
 typedef struct {
@@ -17,49 +17,9 @@ typedef struct {
     float cumsum_scratch[CLASSIC_MAP_CELLS / 7 + 32];
 } ClassicScratch;
 
-CRAFTAX_FN float classic_perlin_fade(float t) { return t * t * t * fmaf(t, fmaf(t, 6.0f, -15.0f), 10.0f); }
-
-// generate_fractal_noise_2d(key, (64, 64), (res_rows, res_cols), octaves=1) as out[i] * the
-// returned 1 / (max - min), where out[i] = sqrt(2) * n - min.
-CRAFTAX_FN float classic_noise_shifted(Key key, int res_rows, int res_cols, float* out) {
-    Key angle_key = key_split_at(key_split_at(key, 1), 1);
-    float grad_x[17 * 33];
-    float grad_y[17 * 33];
-    int grad_cols = res_cols + 1;
-    for (int i = 0; i < (res_rows + 1) * grad_cols; i++) {
-        float angle = 6.2831855f * uniform_at(angle_key, (uint32_t)i);
-        grad_x[i] = cosf(angle);
-        grad_y[i] = sinf(angle);
-    }
-    int cell_rows = CLASSIC_MAP_SIZE / res_rows;
-    int cell_cols = CLASSIC_MAP_SIZE / res_cols;
-    const float sqrt2 = 1.41421354f;
-    float lowest = INFINITY, highest = -INFINITY;
-    for (int r = 0; r < CLASSIC_MAP_SIZE; r++) {
-        int gr = r / cell_rows;
-        float x = (float)(r % cell_rows) / (float)cell_rows;
-        float tx = classic_perlin_fade(x);
-        for (int c = 0; c < CLASSIC_MAP_SIZE; c++) {
-            int gc = c / cell_cols;
-            float y = (float)(c % cell_cols) / (float)cell_cols;
-            float ty = classic_perlin_fade(y);
-            int g00 = gr * grad_cols + gc, g10 = g00 + grad_cols, g01 = g00 + 1, g11 = g10 + 1;
-            float n00 = x * grad_x[g00] + y * grad_y[g00];
-            float n10 = (x - 1.0f) * grad_x[g10] + y * grad_y[g10];
-            float n01 = x * grad_x[g01] + (y - 1.0f) * grad_y[g01];
-            float n11 = (x - 1.0f) * grad_x[g11] + (y - 1.0f) * grad_y[g11];
-            float n0 = n00 * (1.0f - tx) + tx * n10;
-            float n1 = n01 * (1.0f - tx) + tx * n11;
-            float blended = (1.0f - ty) * n0 + ty * n1;
-            out[r * CLASSIC_MAP_SIZE + c] = blended;
-            float value = sqrt2 * blended;
-            lowest = value < lowest ? value : lowest;
-            highest = value > highest ? value : highest;
-        }
-    }
-    for (int i = 0; i < CLASSIC_MAP_CELLS; i++) out[i] = sqrt2 * out[i] - lowest;
-    return 1.0f / (highest - lowest);
-}
+// classic_noise_shifted(key, res_rows, res_cols, out): the noise on Classic's 64 x 64 map before
+// its last multiplication (DEFINE_PERLIN_NOISE_SHIFTED); out has CLASSIC_MAP_CELLS floats.
+DEFINE_PERLIN_NOISE_SHIFTED(classic_noise_shifted, CLASSIC_MAP_SIZE)
 
 // calculate_light_level: the day's light at a timestep, as the reference's jitted auto-resetting
 // step stores it in the state (a true division by the day length, no FMA in 1 - c^3).

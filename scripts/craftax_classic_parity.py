@@ -9,23 +9,16 @@
 Needs `pip install -r requirements-craftax.txt` (craftax + jax, CPU).
 """
 
-import argparse
 import sys
 
+from ocean.craftax.parity_command import checks_parser, report
 from ocean.craftax_classic.parity import POLICIES, check_steps, check_worldgen
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="check", required=True)
-    world = sub.add_parser("worldgen", help="generated worlds and first observations")
-    world.add_argument("--seeds", type=int, default=16)
-    world.add_argument("--start", type=int, default=0)
-    steps = sub.add_parser("steps", help="trajectories: states, observations, rewards, dones")
-    steps.add_argument("--seeds", type=int, default=4)
-    steps.add_argument("--start", type=int, default=0)
-    steps.add_argument("--steps", type=int, default=500)
-    steps.add_argument("--policy", choices=POLICIES, default="random")
+    parser, _ = checks_parser(__doc__, "generated worlds and first observations",
+                              "trajectories: states, observations, rewards, dones",
+                              steps_seeds=4, steps=500, policies=POLICIES)
     args = parser.parse_args()
     if args.check == "worldgen":
         divergences = check_worldgen(args.seeds, args.start)
@@ -33,10 +26,7 @@ def main():
     else:
         divergences, finished = check_steps(args.seeds, args.steps, args.policy, args.start)
         summary = f"{args.seeds} seeds x {args.steps} steps ({args.policy}, {finished} episodes ended)"
-    print(f"{args.check}: {summary}, {len(divergences)} divergences")
-    for line in divergences[:20]:
-        print("  " + line)
-    return 1 if divergences else 0
+    return report(args.check, summary, divergences)
 
 
 if __name__ == "__main__":

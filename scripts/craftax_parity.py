@@ -11,28 +11,22 @@ differences and resynchronises it to check the step, but the run still fails), e
 Needs `pip install -r requirements-craftax.txt` (craftax + jax, CPU).
 """
 
-import argparse
 import sys
 
 import numpy as np
 
 from ocean.craftax.parity import check_rng, check_steps, check_worldgen
+from ocean.craftax.parity_command import checks_parser, report
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="check", required=True)
-    world = sub.add_parser("worldgen", help="reset states and observations")
-    world.add_argument("--seeds", type=int, default=16)
-    world.add_argument("--start", type=int, default=0)
-    rng = sub.add_parser("rng", help="threefry and jax.random samplers")
+    parser, checks = checks_parser(__doc__, "reset states and observations",
+                                   "trajectories: observations, rewards, dones, states",
+                                   steps_seeds=16, steps=1000, policies=("random", "descend"))
+    checks.choices["steps"].add_argument("--state-every", type=int, default=100,
+                                         help="compare whole states every N steps (0: never)")
+    rng = checks.add_parser("rng", help="threefry and jax.random samplers")
     rng.add_argument("--keys", type=int, default=64)
-    steps = sub.add_parser("steps", help="trajectories: observations, rewards, dones, states")
-    steps.add_argument("--seeds", type=int, default=16)
-    steps.add_argument("--start", type=int, default=0)
-    steps.add_argument("--steps", type=int, default=1000)
-    steps.add_argument("--policy", choices=["random", "descend"], default="random")
-    steps.add_argument("--state-every", type=int, default=100, help="compare whole states every N steps (0: never)")
     args = parser.parse_args()
     world_differences = []
     if args.check == "worldgen":
@@ -49,10 +43,8 @@ def main():
     else:
         divergences = check_rng(args.keys)
         total = args.keys
-    print(f"{args.check}: {total} cases, {len(divergences)} divergences")
-    for line in divergences[:20]:
-        print("  " + line)
-    return 1 if divergences or world_differences else 0
+    status = report(args.check, f"{total} cases", divergences)
+    return 1 if world_differences else status
 
 
 if __name__ == "__main__":

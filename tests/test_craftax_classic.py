@@ -3,6 +3,10 @@ world generation, the step under random and scripted policies through auto-reset
 symbolic observation, whole states compared bit for bit; and the Ocean env's key flow, logs and
 bad input without the reference."""
 
+import importlib.util
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from conftest import unavailable
@@ -114,6 +118,21 @@ def test_render_shows_the_view_and_inventory():
     text = env.render(0)
     assert "health 9" in text and "wood 0" in text and "^@" in text
     env.close()
+
+
+@pytest.mark.parametrize("divergences, code", [([], 0), (["seed 3: map differs at (10, 12)"], 1)],
+                         ids=["identical", "a world differs"])
+def test_parity_script_exits_non_zero_on_a_difference_and_prints_it(monkeypatch, capsys, divergences, code):
+    path = Path(__file__).resolve().parent.parent / "scripts" / "craftax_classic_parity.py"
+    spec = importlib.util.spec_from_file_location("craftax_classic_parity_script", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    monkeypatch.setattr(script, "check_worldgen", lambda seeds, start: divergences)
+    monkeypatch.setattr(sys, "argv", [str(path), "worldgen", "--seeds", "4"])
+    assert script.main() == code
+    out = capsys.readouterr().out
+    assert f"worldgen: 4 seeds, {len(divergences)} divergences" in out
+    assert all("  " + line in out for line in divergences), out
 
 
 @pytest.mark.reference

@@ -134,78 +134,37 @@ class Default(Policy):
         return self.action_head(hidden), self.value_head(hidden).squeeze(-1)
 
 
-class Convolutional(Policy):
-    """Nature-DQN convolutional encoder for image observations, with the same heads as Default.
+class ImagePolicy(Policy):
+    """Base of the convolutional policies: image observations through a subclass's convolutional
+    layers, flattened, then one ReLU hidden layer, with the same heads as Default.
 
-    Observations are [C, H, W] (or [H, W, C] with ``channels_last``); uint8 pixels are scaled to
-    [0, 1]. ``downsample`` keeps every n-th pixel, a cheap way to shrink large frames.
+    Observations are [C, H, W], or [H, W, C] with ``channels_last``; uint8 pixels are scaled to
+    [0, 1]. A subclass calls ``__init__``, then ``build`` with its layers for ``self.in_channels``
+    input channels.
     """
 
-    def __init__(self, env, hidden_size=512, channels_last=False, downsample=1):
+    def __init__(self, env, hidden_size, channels_last):
         super().__init__()
         self.hidden_size = hidden_size
         self.channels_last = channels_last
-        self.downsample = downsample
-        shape = env.single_observation_space.shape
-        if len(shape) != 3:
-            raise APIUsageError(f"Convolutional needs image observations of rank 3, got shape {shape}")
+        self.observation_shape = env.single_observation_space.shape
+        if len(self.observation_shape) != 3:
+            raise APIUsageError(
+                f"{type(self).__name__} needs image observations of rank 3, got shape {self.observation_shape}"
+            )
         self.scale = 1 / 255 if env.single_observation_space.dtype == np.uint8 else 1.0
-        channels = shape[2] if channels_last else shape[0]
-        self.network = nn.Sequential(
-            layer_init(nn.Conv2d(channels, 32, 8, stride=4)), nn.ReLU(),
-            layer_init(nn.Conv2d(32, 64, 4, stride=2)), nn.ReLU(),
-            layer_init(nn.Conv2d(64, 64, 3, stride=1)), nn.ReLU(),
-            nn.Flatten(),
-        )
+        self.in_channels = self.observation_shape[2] if channels_last else self.observation_shape[0]
+
+    def build(self, conv_layers, action_space):
+        """The network (``conv_layers``, flattened, the hidden layer) and the heads; the hidden
+        layer's input size is what the layers make of a blank observation."""
+        self.network = nn.Sequential(*conv_layers, nn.Flatten())
         with torch.no_grad():
-            flat_size = self.network(self._images(torch.zeros(1, *shape))).shape[1]
-        self.network.append(layer_init(nn.Linear(flat_size, hidden_size)))
+            flat_size = self.network(self._images(torch.zeros(1, *self.observation_shape))).shape[1]
+        self.network.append(layer_init(nn.Linear(flat_size, self.hidden_size)))
         self.network.append(nn.ReLU())
-        self.action_head = ActionHead(env.single_action_space, hidden_size)
-        self.value_head = layer_init(Float32Linear(hidden_size, 1), std=1.0)
-
-    def _images(self, observations):
-        images = observations.float() * self.scale
-        if self.channels_last:
-            images = images.permute(0, 3, 1, 2)
-        return images[:, :, :: self.downsample, :: self.downsample]
-
-    def encode_observations(self, observations):
-        return self.network(self._images(observations))
-
-    def decode_actions(self, hidden):
-        return self.action_head(hidden), self.value_head(hidden).squeeze(-1)
-
-
-class PixelCNN(Policy):
-    """A small convolutional encoder for frames drawn from sprites (Craftax's pixel observation):
-    3 x 3 convolutions, each followed by 2 x 2 max pooling, then one hidden layer, with the same
-    heads as Default. Small kernels keep the details of a sprite (a mob, a digit of a count)
-    that Convolutional's 8 x 8 stride-4 first layer averages away.
-
-    Observations are [H, W, C] (``channels_last``, the Gymnasium layout) or [C, H, W]; uint8
-    pixels are scaled to [0, 1].
-    """
-
-    def __init__(self, env, hidden_size=256, channels=(32, 64, 64), channels_last=True):
-        super().__init__()
-        self.hidden_size = hidden_size
-        self.channels_last = channels_last
-        shape = env.single_observation_space.shape
-        if len(shape) != 3:
-            raise APIUsageError(f"PixelCNN needs image observations of rank 3, got shape {shape}")
-        self.scale = 1 / 255 if env.single_observation_space.dtype == np.uint8 else 1.0
-        layers, previous = [], shape[2] if channels_last else shape[0]
-        for width in channels:
-            layers += [layer_init(nn.Conv2d(previous, width, 3, padding=1)), nn.ReLU(), nn.MaxPool2d(2)]
-            previous = width
-        self.network = nn.Sequential(*layers, nn.Flatten())
-        with torch.no_grad():
-            flat_size = self.network(self._images(torch.zeros(1, *shape))).shape[1]
-        self.network.append(layer_init(nn.Linear(flat_size, hidden_size)))
-        self.network.append(nn.ReLU())
-        self.action_head = ActionHead(env.single_action_space, hidden_size)
-        self.value_head = layer_init(Float32Linear(hidden_size, 1), std=1.0)
+        self.action_head = ActionHead(action_space, self.hidden_size)
+        self.value_head = layer_init(Float32Linear(self.hidden_size, 1), std=1.0)
 
     def _images(self, observations):
         images = observations.float() * self.scale
@@ -216,6 +175,41 @@ class PixelCNN(Policy):
 
     def decode_actions(self, hidden):
         return self.action_head(hidden), self.value_head(hidden).squeeze(-1)
+
+
+class Convolutional(ImagePolicy):
+    """Nature-DQN convolutional encoder for image observations (ImagePolicy's layout and heads).
+    ``downsample`` keeps every n-th pixel, a cheap way to shrink large frames.
+    """
+
+    def __init__(self, env, hidden_size=512, channels_last=False, downsample=1):
+        super().__init__(env, hidden_size, channels_last)
+        self.downsample = downsample
+        self.build([
+            layer_init(nn.Conv2d(self.in_channels, 32, 8, stride=4)), nn.ReLU(),
+            layer_init(nn.Conv2d(32, 64, 4, stride=2)), nn.ReLU(),
+            layer_init(nn.Conv2d(64, 64, 3, stride=1)), nn.ReLU(),
+        ], env.single_action_space)
+
+    def _images(self, observations):
+        return super()._images(observations)[:, :, :: self.downsample, :: self.downsample]
+
+
+class PixelCNN(ImagePolicy):
+    """A small convolutional encoder for frames drawn from sprites (Craftax's pixel observation):
+    3 x 3 convolutions, each followed by 2 x 2 max pooling, then ImagePolicy's hidden layer and
+    heads. Small kernels keep the details of a sprite (a mob, a digit of a count) that
+    Convolutional's 8 x 8 stride-4 first layer averages away. Observations are [H, W, C] by
+    default (``channels_last``, the Gymnasium layout).
+    """
+
+    def __init__(self, env, hidden_size=256, channels=(32, 64, 64), channels_last=True):
+        super().__init__(env, hidden_size, channels_last)
+        layers, previous = [], self.in_channels
+        for width in channels:
+            layers += [layer_init(nn.Conv2d(previous, width, 3, padding=1)), nn.ReLU(), nn.MaxPool2d(2)]
+            previous = width
+        self.build(layers, env.single_action_space)
 
 
 class RecurrentWrapper(nn.Module):

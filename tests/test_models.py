@@ -6,8 +6,9 @@ import pytest
 import torch
 from torch.distributions import Categorical
 
+from pufferlib.exceptions import APIUsageError
 from pufferlib.frameworks import cleanrl
-from pufferlib.models import Convolutional, Default, LSTMWrapper, MinGRU, MinGRUWrapper
+from pufferlib.models import Convolutional, Default, LSTMWrapper, MinGRU, MinGRUWrapper, PixelCNN
 from pufferlib.pytorch import sample_logits, sampling_noise
 
 
@@ -104,6 +105,42 @@ def test_convolutional_policy_on_images():
         policy = Convolutional(env, hidden_size=64, channels_last=channels_last)
         logits, values, _ = policy.forward_eval(torch.randint(0, 255, (2, *shape), dtype=torch.uint8), ())
         assert logits.shape == (2, 5) and values.shape == (2,)
+
+
+@pytest.mark.parametrize("shape, channels_last", [((64, 48, 3), True), ((3, 64, 48), False)])
+def test_pixel_cnn_on_images_of_either_layout(shape, channels_last):
+    env = FakeEnv(gymnasium.spaces.Box(0, 255, shape, np.uint8), ACTION_SPACES["multidiscrete"])
+    policy = PixelCNN(env, hidden_size=32, channels_last=channels_last)
+    logits, values, _ = policy.forward_eval(torch.randint(0, 255, (2, *shape), dtype=torch.uint8), ())
+    assert [part.shape for part in logits] == [(2, 2), (2, 3), (2, 4)] and values.shape == (2,)
+
+
+@pytest.mark.parametrize("policy_class, shape, channels_last, network", [
+    (Convolutional, (84, 84, 3), True, {
+        "0.weight": (32, 3, 8, 8), "0.bias": (32,), "2.weight": (64, 32, 4, 4), "2.bias": (64,),
+        "4.weight": (64, 64, 3, 3), "4.bias": (64,), "7.weight": (64, 64 * 7 * 7), "7.bias": (64,),
+    }),
+    (PixelCNN, (3, 64, 48), False, {
+        "0.weight": (32, 3, 3, 3), "0.bias": (32,), "3.weight": (64, 32, 3, 3), "3.bias": (64,),
+        "6.weight": (64, 64, 3, 3), "6.bias": (64,), "10.weight": (64, 64 * 8 * 6), "10.bias": (64,),
+    }),
+], ids=["convolutional", "pixelcnn"])
+def test_image_policies_keep_their_parameter_names_and_shapes(policy_class, shape, channels_last, network):
+    """Saved checkpoints load by these names; the hidden layer's input is the convolutions' output
+    on the observation's shape (84 -> 20 -> 9 -> 7 for Nature-DQN; three halvings for PixelCNN)."""
+    env = FakeEnv(gymnasium.spaces.Box(0, 255, shape, np.uint8), ACTION_SPACES["discrete"])
+    policy = policy_class(env, hidden_size=64, channels_last=channels_last)
+    heads = {"action_head.linear.weight": (5, 64), "action_head.linear.bias": (5,), "value_head.weight": (1, 64),
+             "value_head.bias": (1,)}
+    expected = {**{f"network.{name}": size for name, size in network.items()}, **heads}
+    assert {name: tuple(value.shape) for name, value in policy.state_dict().items()} == expected
+    assert list(policy.state_dict()) == list(expected)
+
+
+@pytest.mark.parametrize("policy_class", [Convolutional, PixelCNN])
+def test_image_policies_refuse_observations_that_are_not_images(policy_class):
+    with pytest.raises(APIUsageError, match=f"{policy_class.__name__} needs image observations of rank 3"):
+        policy_class(FakeEnv(BOX_OBS, ACTION_SPACES["discrete"]))
 
 
 @pytest.mark.parametrize("wrapper", ["lstm", "mingru"])

@@ -24,7 +24,7 @@
 #define DEVICE_STACK_BYTES 8192
 #define MAX_DEVICES 64
 
-// The host's cos/sin results for the device (ReferenceTrig in noise.h), per device: the light
+// The host's cos/sin results for the device (ReferenceTrig in perlin.h), per device: the light
 // levels for every env, the 64 MB of gradient directions only once an env generates worlds.
 typedef struct {
     ReferenceTrig tables;

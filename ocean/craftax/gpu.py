@@ -445,7 +445,7 @@ class CraftaxPixelsGPU(CraftaxGPU):
         super().__init__(num_envs, reset_pool_size=reset_pool_size, reset_pool_seed=reset_pool_seed, device=device,
                          log_interval=log_interval, envs_per_warp=envs_per_warp)
         declare_pixel_kernel(self._lib)
-        self._atlas = self._torch.as_tensor(atlas).to(self.device)
+        self._atlas = self._torch.from_numpy(atlas.copy()).to(self.device)  # load_atlas' array is read-only
 
     def _observation_buffers(self):
         torch = self._torch

@@ -1,9 +1,9 @@
 """Craftax's pixel observation on the GPU (ocean.craftax.gpu.CraftaxPixelsGPU, pixels_gpu.cu)
 against the CPU pixel env (ocean.craftax.CraftaxPixels), bit for bit.
 
-The kernel draws each pixel alone (render_observation_pixel in render_pixels.h); on the CPU that
-drawing is checked against whole frames over the renderer's test scenarios, and the kernel's source
-compiles with nvcc. GPU tests are marked ``gpu`` and skip, saying why, without torch with CUDA, a
+The kernel's threads draw a few pixels of a row each (render_observation_run in render_pixels.h);
+on the CPU that drawing is checked against whole frames over the renderer's test scenarios, and
+the kernel's source compiles with nvcc. GPU tests are marked ``gpu`` and skip, saying why, without torch with CUDA, a
 visible GPU or the CUDA library.
 """
 
@@ -34,46 +34,48 @@ def require_textures():
         unavailable(str(error))
 
 
-# The drawing of one pixel, as the kernel draws it, on the host.
+# The drawing of runs of a row, as the kernel's threads draw them, on the host.
 
-PIXEL_BY_PIXEL = """#include "render_pixels.h"
-void render_by_pixel(const GameState* s, const uint8_t* atlas, int block, float* out) {
+RUN_BY_RUN = """#include "render_pixels.h"
+void render_by_runs(const GameState* s, const uint8_t* atlas, int block, int run, float* out) {
     RenderTextures t = {block, atlas};
     int height = render_height(block), width = render_width(block);
     for (int y = 0; y < height; y++)
-        for (int x = 0; x < width; x++) render_observation_pixel(s, s, &t, y, x, out + ((long)y * width + x) * 3);
+        for (int x = 0; x < width; x += run)
+            render_observation_run(s, s, &t, y, x, width - x < run ? width - x : run, out + ((long)y * width + x) * 3);
 }
 """
 
 
 @pytest.fixture(scope="module")
-def pixel_by_pixel(tmp_path_factory):
+def run_by_run(tmp_path_factory):
     compiler = shutil.which("gcc") or shutil.which("cc")
     if compiler is None:
-        pytest.skip("no C compiler (gcc, cc) to build the pixel-by-pixel renderer")
-    folder = tmp_path_factory.mktemp("pixel_by_pixel")
-    (folder / "pixels.c").write_text(PIXEL_BY_PIXEL)
+        pytest.skip("no C compiler (gcc, cc) to build the run-by-run renderer")
+    folder = tmp_path_factory.mktemp("run_by_run")
+    (folder / "pixels.c").write_text(RUN_BY_RUN)
     # The Craftax binding's flags: no FMA contraction, no fast math.
     result = subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", "-ffp-contract=off",
                              "-fno-fast-math", f"-I{ROOT / 'ocean'}", f"-I{CRAFTAX_SOURCES}", str(folder / "pixels.c"),
                              "-o", str(folder / "pixels.so"), "-lm"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     library = ctypes.CDLL(str(folder / "pixels.so"))
-    library.render_by_pixel.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
+    library.render_by_runs.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
     return library
 
 
-def test_frames_drawn_pixel_by_pixel_are_the_observations_bit_for_bit(pixel_by_pixel):
+def test_frames_drawn_run_by_run_are_the_observations_bit_for_bit(run_by_run):
     from test_craftax_render import SCENARIOS
 
     require_textures()
     for block in (binding.MIN_BLOCK_PIXELS, 10, 16):
         atlas = textures.load_atlas(block)
         for name, state in SCENARIOS:
-            drawn = np.full(binding.frame_shape(block), np.nan, np.float32)
-            pixel_by_pixel.render_by_pixel(state.ctypes.data, atlas.ctypes.data, block, drawn.ctypes.data)
             expected = binding.render_pixels(state, atlas, block) * np.float32(1 / 255)
-            assert np.array_equal(drawn.view(np.uint32), expected.view(np.uint32)), f"{name} at {block} pixels a cell"
+            for run in (1, 8):  # single pixels; the kernel's runs, the last of a row cut short
+                drawn = np.full(binding.frame_shape(block), np.nan, np.float32)
+                run_by_run.render_by_runs(state.ctypes.data, atlas.ctypes.data, block, run, drawn.ctypes.data)
+                assert np.array_equal(drawn.view(np.uint32), expected.view(np.uint32)), f"{name}: {block} pixels a cell, runs of {run}"
 
 
 @pytest.mark.slow

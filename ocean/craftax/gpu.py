@@ -428,9 +428,9 @@ class CraftaxPixelsGPU(CraftaxGPU):
     frame at ``observation_block_size`` pixels a cell, 10 by default: 130 x 110 x 3, over 255,
     float32), bit for bit, from the same seeds and actions. The step kernels write compact
     observations into a buffer of their own; after every reset and step a kernel with a thread
-    per pixel (pixels_gpu.cu, over render_pixels.h) draws each env's frame from a texture atlas
-    uploaded to the GPU once. ``textures``: the folder of the reference's PNGs, as the CPU env's
-    (by default the installed ``craftax`` package's).
+    per 8 pixels of a row (pixels_gpu.cu, over render_pixels.h) draws each env's frame from a
+    texture atlas uploaded to the GPU once. ``textures``: the folder of the reference's PNGs, as
+    the CPU env's (by default the installed ``craftax`` package's).
     """
 
     name = "puffer_craftax_pixels"

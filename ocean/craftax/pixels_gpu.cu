@@ -3,12 +3,13 @@
 // render_pixels.h from a texture atlas in device memory. Linked into libcraftax_gpu.so beside the
 // env (craftax_gpu.cu), whose states it reads after each reset or step, on the same stream.
 //
-// A thread per pixel, not per env: a frame is 14,300 pixels at 10 a cell, and one thread drawing
-// a whole frame would leave the GPU idle at any env count a trainer runs. Each thread makes every
-// draw of the frame over its own pixel (render_observation_pixel): the same operations in the same
-// order as the host's renderer, so the same values. A block's threads draw consecutive pixels of
-// one env, so they read the same state fields and neighbouring texels, and write a contiguous run
-// of the observation.
+// A thread per run of PIXEL_RUN pixels of a row, not per env: a frame is 14,300 pixels at 10 a
+// cell, and one thread drawing a whole frame would leave the GPU idle at any env count a trainer
+// runs. Each thread makes every draw of the frame over its own pixels (render_observation_run):
+// the same operations in the same order as the host's renderer, so the same values. A draw's
+// setup (which cell, which texture, the state's fields) is shared by the run's pixels. A block's
+// threads draw consecutive runs of one env, so they read the same state fields and neighbouring
+// texels, and write a contiguous stretch of the observation.
 #include <climits>
 #include <cstdint>
 
@@ -18,23 +19,31 @@
 #include "render_pixels.h"
 
 #define PIXEL_THREADS 256
+#define PIXEL_RUN 8
 
 extern "C" const Craftax* craftax_gpu_envs(void* handle, int* num_envs);  // craftax_gpu.cu
 
-// Block b draws pixels [(b % blocks_per_env) * PIXEL_THREADS, ...) of env b / blocks_per_env.
+CRAFTAX_FN int runs_per_row(int block) { return (render_width(block) + PIXEL_RUN - 1) / PIXEL_RUN; }
+
+// Block b draws runs [(b % blocks_per_env) * PIXEL_THREADS, ...) of env b / blocks_per_env; run r
+// is pixels [x, x + PIXEL_RUN) of row y = r / runs_per_row, x = r % runs_per_row * PIXEL_RUN,
+// the row's last run cut at its end.
 __global__ void pixel_observation_kernel(const Craftax* envs, RenderTextures textures, int blocks_per_env,
                                          float* observations) {
     int env = blockIdx.x / blocks_per_env;
-    int pixel = (blockIdx.x % blocks_per_env) * PIXEL_THREADS + threadIdx.x;
-    int width = render_width(textures.block), pixels = render_height(textures.block) * width;
-    if (pixel >= pixels) return;
+    int run = (blockIdx.x % blocks_per_env) * PIXEL_THREADS + threadIdx.x;
+    int height = render_height(textures.block), width = render_width(textures.block);
+    int runs = runs_per_row(textures.block);
+    if (run >= height * runs) return;
+    int y = run / runs, x = run % runs * PIXEL_RUN;
+    int count = width - x < PIXEL_RUN ? width - x : PIXEL_RUN;
     const GameState* state = envs[env].state;
     // A device pool reset leaves the light maps in the pool world until the env places a torch.
     const GameState* light_maps = envs[env].light_maps_from != NULL ? envs[env].light_maps_from : state;
-    float values[3];
-    render_observation_pixel(state, light_maps, &textures, pixel / width, pixel % width, values);
-    float* out = observations + ((size_t)env * pixels + pixel) * 3;
-    for (int ch = 0; ch < 3; ch++) out[ch] = values[ch];
+    float values[PIXEL_RUN * 3];
+    render_observation_run(state, light_maps, &textures, y, x, count, values);
+    float* out = observations + ((size_t)env * height * width + (size_t)y * width + x) * 3;
+    for (int k = 0; k < count * 3; k++) out[k] = values[k];
 }
 
 extern "C" {
@@ -47,8 +56,7 @@ int craftax_gpu_pixel_observations(void* handle, const uint8_t* atlas, int block
     int num_envs = 0;
     const Craftax* envs = craftax_gpu_envs(handle, &num_envs);
     if (block < 1 || atlas == NULL || observations == NULL) return cudaErrorInvalidValue;
-    int pixels = render_height(block) * render_width(block);
-    int blocks_per_env = (pixels + PIXEL_THREADS - 1) / PIXEL_THREADS;
+    int blocks_per_env = (render_height(block) * runs_per_row(block) + PIXEL_THREADS - 1) / PIXEL_THREADS;
     if ((long)blocks_per_env * num_envs > INT_MAX) return cudaErrorInvalidValue;
     RenderTextures textures = {block, atlas};
     pixel_observation_kernel<<<(unsigned)(blocks_per_env * num_envs), PIXEL_THREADS, 0, (cudaStream_t)stream>>>(

@@ -7,9 +7,9 @@
 // the caller into one RGBA atlas in RENDER_TEXTURE_FILES order, alpha already reduced to 0 or 1
 // (the reference keeps only fully opaque pixels). Everything here is CRAFTAX_FN, so the device
 // build draws frames from the same source. The host draws a whole frame at once, each draw over
-// the pixels it covers in turn; a device thread draws one pixel, making every draw of the frame
-// clipped to that pixel (a Canvas of one pixel), so that the pixel's value comes from the same
-// operations in the same order.
+// the pixels it covers in turn; a device thread draws a few pixels of a row, making every draw of
+// the frame clipped to them (a Canvas of those pixels), so that each pixel's value comes from the
+// same operations in the same order.
 #pragma once
 #include "observation.h"
 
@@ -459,13 +459,14 @@ CRAFTAX_FN void render_observation(const GameState* s, const RenderTextures* t, 
     for (long k = 0; k < values; k++) observation[k] *= scale;
 }
 
-// Pixel (y, x) of render_observation's values, its 3 channels into `out`: every draw of the frame
-// made over that pixel alone, as a device thread draws its pixel. `light_maps` as render_view's.
-CRAFTAX_FN void render_observation_pixel(const GameState* s, const GameState* light_maps, const RenderTextures* t, int y,
-                                         int x, float out[3]) {
-    Canvas canvas = {out, 1, y, x, y + 1, x + 1};
+// Pixels (y, x) .. (y, x + count - 1) of render_observation's values, 3 channels each, into `out`:
+// every draw of the frame made over those pixels alone, as a device thread draws its run of a
+// row. `light_maps` as render_view's.
+CRAFTAX_FN void render_observation_run(const GameState* s, const GameState* light_maps, const RenderTextures* t, int y,
+                                       int x, int count, float* out) {
+    Canvas canvas = {out, count, y, x, y + 1, x + count};
     render_view(s, light_maps, t, &canvas);
     render_inventory(s, t, &canvas);
     const float scale = 1.0f / 255.0f;
-    for (int ch = 0; ch < 3; ch++) out[ch] *= scale;
+    for (int k = 0; k < count * 3; k++) out[k] *= scale;
 }

@@ -84,14 +84,14 @@ CRAFTAX_FN void log_episode(CraftaxClassic* env, int died) {
 CRAFTAX_FN int c_step(CraftaxClassic* env) {
     ClassicState* s = &env->state;
     Key step_key = key_split2(&env->key);
-    ClassicScratch scratch;
-    env->rewards[0] = classic_step(key_split_at(step_key, 0), s, env->actions[0], &scratch);
+    env->rewards[0] = classic_step(key_split_at(step_key, 0), s, env->actions[0]);
     int died = s->player_health <= 0 || s->map[s->player_position[0]][s->player_position[1]] == CB_LAVA;
     int out_of_time = s->timestep >= CLASSIC_MAX_TIMESTEPS;
     env->terminals[0] = (unsigned char)died;
     env->truncations[0] = (unsigned char)(out_of_time && !died);
     if (died || out_of_time) {
         log_episode(env, died);
+        ClassicScratch scratch;
         classic_generate_world(key_split_at(step_key, 1), s, &scratch);
         env->world_is_fresh = 1;
         return 1;

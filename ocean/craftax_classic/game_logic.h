@@ -375,12 +375,79 @@ CRAFTAX_FN void classic_update_mobs(Key rng, ClassicState* s) {
     }
 }
 
+// A spawn's jax.random.choice over the allowed cells, p = allowed / count, made without the map's
+// 4096 weights and their prefix sums, so that the step's frame stays small (on the GPU every
+// resident thread reserves it). Every non-zero weight is w = 1 / count, so xla_cumsum's output
+// (blocks of 16 cells added one by one, plus the exclusive prefix of the block totals, computed
+// the same way over superblocks of 16 blocks) at cell i is running[k], k the allowed cells of i's
+// block up to i, plus the block totals' prefix before that block; the search computes it at the
+// cells it probes alone.
+#define CLASSIC_SPAWN_BLOCKS (CLASSIC_MAP_CELLS / 16)
+#define CLASSIC_SPAWN_SUPERBLOCKS (CLASSIC_SPAWN_BLOCKS / 16)
+// searchsorted_left's halvings over CLASSIC_MAP_CELLS sums: the least l with 2^l > the cells.
+#define CLASSIC_SPAWN_SEARCH_LEVELS 13
+CRAFTAX_STATIC_ASSERT(CLASSIC_MAP_SIZE % 16 == 0 && CLASSIC_SPAWN_BLOCKS % 16 == 0 && CLASSIC_SPAWN_SUPERBLOCKS <= 16,
+                      "map rows are whole blocks, and the superblock totals' prefix is one sequential sum");
+CRAFTAX_STATIC_ASSERT((1 << CLASSIC_SPAWN_SEARCH_LEVELS) > CLASSIC_MAP_CELLS && (1 << (CLASSIC_SPAWN_SEARCH_LEVELS - 1)) <= CLASSIC_MAP_CELLS,
+                      "the search halves as often as searchsorted_left does over the map's cells");
+
+typedef struct {
+    uint16_t allowed[CLASSIC_SPAWN_BLOCKS];              // bit j of allowed[b]: cell 16 * b + j is allowed
+    float running[17];                                   // running[k]: w added k times, one by one
+    float superblock_prefix[CLASSIC_SPAWN_SUPERBLOCKS];  // the block totals' prefix through each superblock
+} ClassicSpawnSums;
+
+CRAFTAX_FN float classic_block_total(const ClassicSpawnSums* sums, int b) {
+    return sums->running[popcount32(sums->allowed[b])];
+}
+
+// The block totals' prefix through block b.
+CRAFTAX_FN float classic_block_prefix(const ClassicSpawnSums* sums, int b) {
+    int superblock = b / 16;
+    float sum = 0.0f;
+    for (int t = superblock * 16; t <= b; t++) sum += classic_block_total(sums, t);
+    return superblock > 0 ? sum + sums->superblock_prefix[superblock - 1] : sum;
+}
+
+// The prefix sum at cell i.
+CRAFTAX_FN float classic_spawn_prefix(const ClassicSpawnSums* sums, int i) {
+    int b = i / 16;
+    float within = sums->running[popcount32(sums->allowed[b] & (uint16_t)((2u << (i % 16)) - 1u))];
+    return b > 0 ? within + classic_block_prefix(sums, b - 1) : within;
+}
+
+// choice_cumulative(key, prefix sums, CLASSIC_MAP_CELLS) over sums->allowed, allowed_count > 0 of
+// them (searchsorted_left's comparison without its NaN cases: no sum is NaN).
+CRAFTAX_FN int classic_spawn_choice(Key key, ClassicSpawnSums* sums, int allowed_count) {
+    float w = 1.0f / (float)allowed_count;
+    sums->running[0] = 0.0f;
+    for (int k = 1; k <= 16; k++) sums->running[k] = sums->running[k - 1] + w;
+    float through = 0.0f;
+    for (int superblock = 0; superblock < CLASSIC_SPAWN_SUPERBLOCKS; superblock++) {
+        float superblock_total = 0.0f;
+        for (int j = 0; j < 16; j++) superblock_total += classic_block_total(sums, superblock * 16 + j);
+        through += superblock_total;
+        sums->superblock_prefix[superblock] = through;
+    }
+    float draw = classic_spawn_prefix(sums, CLASSIC_MAP_CELLS - 1) * (1.0f - uniform(key));
+    int low = 0, high = CLASSIC_MAP_CELLS;
+    for (int level = 0; level < CLASSIC_SPAWN_SEARCH_LEVELS; level++) {
+        int mid = (low + high) / 2;
+        if (draw <= classic_spawn_prefix(sums, mid)) {
+            high = mid;
+        } else {
+            low = mid;
+        }
+    }
+    return high;
+}
+
 // One kind of mob's spawn: a roll under `chance`, then a cell drawn among those of an allowed
 // block (bit b of `blocks` allows block b) farther than `min_distance` from the player and
 // nearer than the despawn distance, without a mob. The first free slot (or slot 0) takes it, and
 // that slot's mask is written to the mob map either way, as the reference does.
 CRAFTAX_FN void classic_spawn_mob(ClassicState* s, ClassicMobs mobs, Key* rng, float chance, uint32_t blocks,
-                                  int min_distance, int32_t health, ClassicScratch* scratch) {
+                                  int min_distance, int32_t health) {
     int live = 0, slot = -1;
     for (int k = 0; k < mobs.count; k++) {
         live += mobs.mask[k];
@@ -390,19 +457,23 @@ CRAFTAX_FN void classic_spawn_mob(ClassicState* s, ClassicMobs mobs, Key* rng, f
     float roll = uniform(key_split2(rng));
     Key cell_key = key_split2(rng);
     if (live < mobs.count && roll < chance) {
+        ClassicSpawnSums sums;
+        memset(sums.allowed, 0, sizeof(sums.allowed));
         int allowed_count = 0;
-        for (int r = 0; r < CLASSIC_MAP_SIZE; r++) {
-            for (int c = 0; c < CLASSIC_MAP_SIZE; c++) {
-                int d = abs(r - s->player_position[0]) + abs(c - s->player_position[1]);
+        // Only cells within the despawn distance of the player are allowed: rows and columns
+        // nearer than it (clipped to the map, wherever the player stands).
+        int pr = s->player_position[0], pc = s->player_position[1], reach = CLASSIC_DESPAWN_DISTANCE - 1;
+        for (int r = iclamp(pr - reach, 0, CLASSIC_MAP_SIZE - 1); r <= iclamp(pr + reach, 0, CLASSIC_MAP_SIZE - 1); r++) {
+            for (int c = iclamp(pc - reach, 0, CLASSIC_MAP_SIZE - 1); c <= iclamp(pc + reach, 0, CLASSIC_MAP_SIZE - 1); c++) {
+                int d = abs(r - pr) + abs(c - pc);
                 int allowed = ((blocks >> s->map[r][c]) & 1u) && d > min_distance && d < CLASSIC_DESPAWN_DISTANCE && !s->mob_map[r][c];
-                scratch->weights[r * CLASSIC_MAP_SIZE + c] = (float)allowed;
+                int i = r * CLASSIC_MAP_SIZE + c;
+                sums.allowed[i / 16] |= (uint16_t)(allowed << (i % 16));
                 allowed_count += allowed;
             }
         }
         if (allowed_count > 0) {
-            for (int i = 0; i < CLASSIC_MAP_CELLS; i++) scratch->weights[i] /= (float)allowed_count;
-            xla_cumsum(scratch->weights, scratch->cumulative, CLASSIC_MAP_CELLS, scratch->cumsum_scratch);
-            int cell = choice_cumulative(cell_key, scratch->cumulative, CLASSIC_MAP_CELLS);
+            int cell = classic_spawn_choice(cell_key, &sums, allowed_count);
             mobs.position[slot][0] = cell / CLASSIC_MAP_SIZE;
             mobs.position[slot][1] = cell % CLASSIC_MAP_SIZE;
             mobs.health[slot] = health;
@@ -413,15 +484,15 @@ CRAFTAX_FN void classic_spawn_mob(ClassicState* s, ClassicMobs mobs, Key* rng, f
     classic_set_mob_cell(s, at[0], at[1], classic_mob_cell(s, at[0], at[1]) || mobs.mask[slot]);
 }
 
-CRAFTAX_FN void classic_spawn_mobs(Key rng, ClassicState* s, ClassicScratch* scratch) {
+CRAFTAX_FN void classic_spawn_mobs(Key rng, ClassicState* s) {
     classic_spawn_mob(s, CLASSIC_MOBS_OF(s->cows, CLASSIC_MAX_COWS), &rng, CLASSIC_SPAWN_COW_CHANCE, 1u << CB_GRASS, 3,
-                      CLASSIC_COW_HEALTH, scratch);
+                      CLASSIC_COW_HEALTH);
     float dark = 1.0f - s->light_level;
     float zombie_chance = fmaf(CLASSIC_SPAWN_ZOMBIE_NIGHT_CHANCE, dark * dark, CLASSIC_SPAWN_ZOMBIE_BASE_CHANCE);
     classic_spawn_mob(s, CLASSIC_MOBS_OF(s->zombies, CLASSIC_MAX_ZOMBIES), &rng, zombie_chance,
-                      (1u << CB_GRASS) | (1u << CB_PATH), 9, CLASSIC_ZOMBIE_HEALTH, scratch);
+                      (1u << CB_GRASS) | (1u << CB_PATH), 9, CLASSIC_ZOMBIE_HEALTH);
     classic_spawn_mob(s, CLASSIC_MOBS_OF(s->skeletons, CLASSIC_MAX_SKELETONS), &rng, CLASSIC_SPAWN_SKELETON_CHANCE,
-                      1u << CB_PATH, 9, CLASSIC_SKELETON_HEALTH, scratch);
+                      1u << CB_PATH, 9, CLASSIC_SKELETON_HEALTH);
 }
 
 CRAFTAX_FN void classic_update_plants(ClassicState* s) {
@@ -489,7 +560,7 @@ CRAFTAX_FN int classic_is_game_over(const ClassicState* s) {
 }
 
 // craftax_step: returns the reward.
-CRAFTAX_FN float classic_step(Key rng, ClassicState* s, int action, ClassicScratch* scratch) {
+CRAFTAX_FN float classic_step(Key rng, ClassicState* s, int action) {
     int achievements_before = 0;
     for (int i = 0; i < CLASSIC_NUM_ACHIEVEMENTS; i++) achievements_before += s->achievements[i];
     int32_t health_before = s->player_health;
@@ -501,7 +572,7 @@ CRAFTAX_FN float classic_step(Key rng, ClassicState* s, int action, ClassicScrat
     classic_place_block(s, action);
     classic_move_player(s, action);
     classic_update_mobs(key_split2(&rng), s);
-    classic_spawn_mobs(key_split2(&rng), s, scratch);
+    classic_spawn_mobs(key_split2(&rng), s);
     classic_update_plants(s);
     classic_update_intrinsics(s, action);
     classic_cap_inventory(s);
@@ -519,9 +590,9 @@ CRAFTAX_FN float classic_step(Key rng, ClassicState* s, int action, ClassicScrat
 }
 
 // The auto-resetting env's step: the game's step from split(key)[0] and, when the episode ends,
-// a new world from split(key)[1]. Returns whether the episode ended.
+// a new world from split(key)[1], generated in `scratch`. Returns whether the episode ended.
 CRAFTAX_FN int classic_env_step(Key key, ClassicState* s, int action, float* reward, ClassicScratch* scratch) {
-    *reward = classic_step(key_split_at(key, 0), s, action, scratch);
+    *reward = classic_step(key_split_at(key, 0), s, action);
     int done = classic_is_game_over(s);
     if (done) classic_generate_world(key_split_at(key, 1), s, scratch);
     return done;

@@ -6,6 +6,7 @@ been built.
 """
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -40,20 +41,46 @@ def test_cuda_library_is_built_where_nvcc_exists():
     gpu.load_library()  # loads without a GPU (static cudart) and matches the CPU binding's layout
 
 
-@pytest.mark.slow
-def test_the_library_compiles_without_warnings(tmp_path):
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
     """craftax_classic_gpu.cu with setup.py's flags for parity (no FMA contraction, no fast math),
-    warnings as errors: the Classic headers, the generic device vecenv and the trig tables' shim."""
+    warnings as errors, and ptxas's report of each kernel's resources."""
     nvcc = find_nvcc()
     if nvcc is None:
         pytest.skip("nvcc not found (PATH, $CUDA_HOME/bin)")
-    result = subprocess.run(
+    output = tmp_path_factory.mktemp("classic") / "classic.o"
+    return subprocess.run(
         [nvcc, "-x", "cu", "-std=c++17", "--fmad=false", "-Xcompiler", "-ffp-contract=off,-fno-fast-math", "-Werror",
-         "all-warnings", f"-I{ROOT / 'ocean'}", f"-I{ROOT / 'ocean' / 'craftax_classic'}", "-c",
-         str(ROOT / "ocean" / "craftax_classic" / "craftax_classic_gpu.cu"), "-o", str(tmp_path / "classic.o")],
+         "all-warnings", "-Xptxas", "-v", f"-I{ROOT / 'ocean'}", f"-I{ROOT / 'ocean' / 'craftax_classic'}", "-c",
+         str(ROOT / "ocean" / "craftax_classic" / "craftax_classic_gpu.cu"), "-o", str(output)],
         capture_output=True, text=True,
     )
-    assert result.returncode == 0, result.stderr
+
+
+def stack_frames(ptxas_report):
+    """{kernel's mangled name: its stack frame's bytes} from ptxas -v's report."""
+    frames = dict(re.findall(r"Function properties for (\w+)\n\s+(\d+) bytes stack frame", ptxas_report))
+    return {name: int(size) for name, size in frames.items()}
+
+
+@pytest.mark.slow
+def test_the_library_compiles_without_warnings(compiled):
+    """The Classic headers, the generic device vecenv and the trig tables' shim."""
+    assert compiled.returncode == 0, compiled.stderr
+
+
+@pytest.mark.slow
+def test_step_kernels_keep_a_small_stack_frame(compiled):
+    """The step leaves world generation (and its 100 KB of scratch) to the reset, which the vecenv
+    lends scratch memory: every resident thread reserves the largest frame of any kernel, so the
+    step's must stay a few KB, and the reset's must not hold the scratch either."""
+    assert compiled.returncode == 0, compiled.stderr
+    frames = stack_frames(compiled.stderr)
+    steps = {name: size for name, size in frames.items() if name.startswith("_Z19vec_gpu_step_kernel")}
+    resets = {name: size for name, size in frames.items() if name.startswith("_Z20vec_gpu_reset_kernel")}
+    assert len(steps) == 2 and len(resets) == 1, sorted(frames)
+    assert max(steps.values()) <= 2048, steps
+    assert max(resets.values()) <= 8192, resets
 
 
 def test_registered_as_the_gpu_version_of_puffer_craftax_classic():
@@ -175,10 +202,11 @@ def test_gpu_env_matches_cpu_env_at_any_envs_per_warp(torch, envs_per_warp):
 
 @pytest.mark.gpu
 def test_first_worlds_of_many_seeds_match(torch):
-    """World generation alone (its noise gradients read from the host's tables) over many seeds."""
-    cpu_env, gpu_env = make_pair(8192, 123, 32)
+    """World generation alone (its noise gradients read from the host's tables) over many seeds,
+    more envs than the reset kernel's 8,192 scratch buffers: some threads generate two worlds in turn."""
+    cpu_env, gpu_env = make_pair(12288, 123, 32)
     assert_same(cpu_env, gpu_env, 0)
-    for index in range(0, 8192, 97):
+    for index in range(0, 12288, 97):
         assert np.array_equal(binding.env_state_bytes(cpu_env.c_envs, index), gpu_env.state_bytes(index)), index
     gpu_env.close()
     cpu_env.close()

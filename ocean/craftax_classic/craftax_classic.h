@@ -4,11 +4,13 @@
 // Keys follow the reference's usage: env seeded with `seed` starts from K = PRNGKey(seed),
 // splits (rng, reset_key) = split(K) and generates its first world from reset_key; every step
 // splits (rng, step_key) = split(rng) and runs the auto-resetting env's step with step_key, whose
-// second half (split(step_key)[1]) generates the next episode's world. The state lives in the
-// env's struct, so checkpoints save it whole.
+// second half (split(step_key)[1]) generates the next episode's world. The step that ends an
+// episode leaves that key to c_reset, which generates the world: the step needs none of world
+// generation's scratch memory. The state lives in the env's struct, so checkpoints save it whole.
 #pragma once
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "game_logic.h"
 #include "observation.h"
@@ -53,20 +55,47 @@ typedef struct {
     unsigned char* truncations;
     uint64_t rng;  // the seed, set by the vecenv before the first reset
     Log log;
-    Key key;             // the key chain the steps split from
-    int world_is_fresh;  // the ending step already generated the next episode's world
+    Key key;            // the key chain the steps split from
+    Key world_key;      // the next episode's world key, left by the step that ended the episode
+    int has_world_key;  // c_reset generates from world_key, not from the seed
     ClassicState state;
+#ifdef __CUDACC__
+    // Lent by the device vecenv for the duration of each c_reset (ocean/vecenv_gpu.cuh); the host
+    // env has no such field, so its checkpoints hold no pointer.
+    ClassicScratch* reset_scratch;
+#endif
 } CraftaxClassic;
 
-CRAFTAX_FN void c_reset(CraftaxClassic* env) {
-    if (env->world_is_fresh) {
-        env->world_is_fresh = 0;
-    } else {
-        Key root = key_from_seed(env->rng);
-        env->key = key_split_at(root, 0);
-        ClassicScratch scratch;
-        classic_generate_world(key_split_at(root, 1), &env->state, &scratch);
+#ifdef __CUDACC__
+// A device reset generates its world in scratch memory the device vecenv lends it.
+#define VEC_GPU_RESET_SCRATCH ClassicScratch
+#endif
+
+// The key the next world is generated from: the one the ending step left, or, at the start of a
+// run, the second half of the seed's key, whose first half starts the key chain.
+CRAFTAX_FN Key classic_take_world_key(CraftaxClassic* env) {
+    if (env->has_world_key) {
+        env->has_world_key = 0;
+        return env->world_key;
     }
+    Key root = key_from_seed(env->rng);
+    env->key = key_split_at(root, 0);
+    return key_split_at(root, 1);
+}
+
+CRAFTAX_FN void c_reset(CraftaxClassic* env) {
+    Key world_key = classic_take_world_key(env);
+#ifdef __CUDA_ARCH__
+    classic_generate_world(world_key, &env->state, env->reset_scratch);
+#else
+    ClassicScratch* scratch = (ClassicScratch*)malloc(sizeof(ClassicScratch));
+    if (scratch == NULL) {
+        fprintf(stderr, "craftax_classic: no memory for world generation's %zu bytes of scratch\n", sizeof(ClassicScratch));
+        abort();
+    }
+    classic_generate_world(world_key, &env->state, scratch);
+    free(scratch);
+#endif
     classic_observe(&env->state, env->observations);
 }
 
@@ -91,9 +120,8 @@ CRAFTAX_FN int c_step(CraftaxClassic* env) {
     env->truncations[0] = (unsigned char)(out_of_time && !died);
     if (died || out_of_time) {
         log_episode(env, died);
-        ClassicScratch scratch;
-        classic_generate_world(key_split_at(step_key, 1), s, &scratch);
-        env->world_is_fresh = 1;
+        env->world_key = key_split_at(step_key, 1);
+        env->has_world_key = 1;
         return 1;
     }
     classic_observe(s, env->observations);

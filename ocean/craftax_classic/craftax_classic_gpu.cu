@@ -92,10 +92,12 @@ CRAFTAX_FN float classic_reference_sinf(float x) {
 #define Env CraftaxClassic
 #include "vecenv_gpu.cuh"
 
-// c_step and c_reset hold the world generator's scratch (ClassicScratch) in their frames, and its
-// prefix sum recurses, so the compiler cannot size the threads' stacks: each gets the larger of
-// the step and reset kernels' frames and this much for the calls below it.
+// World generation's prefix sum recurses, so the compiler cannot size the threads' stacks: each
+// gets the larger of the step and reset kernels' frames and this much for the calls below it.
 #define DEVICE_CALL_STACK_BYTES 4096
+// Worlds generated at once: each reset kernel thread generates in a ClassicScratch of its own
+// (about 100 KB of device memory), for the envs i, i + buffers, ... that reset.
+#define RESET_SCRATCH_BUFFERS 8192
 #define MAX_DEVICES 64
 
 typedef struct {
@@ -194,8 +196,8 @@ int craftax_classic_gpu_create(void** out, int device, int num_envs, float* obse
     CraftaxClassic* host_envs = (CraftaxClassic*)calloc((size_t)num_envs, sizeof(CraftaxClassic));
     const int nvec[1] = {CLASSIC_NUM_ACTIONS};
     cudaError_t status = vec_gpu_create(&env->vec, host_envs, num_envs, 1, nvec, 1, (char*)observations,
-                                        CLASSIC_OBS_SIZE * sizeof(float), actions, rewards, terminals, truncations, 0, 0,
-                                        envs_per_warp);
+                                        CLASSIC_OBS_SIZE * sizeof(float), actions, rewards, terminals, truncations,
+                                        RESET_SCRATCH_BUFFERS, sizeof(ClassicScratch), envs_per_warp);
     free(host_envs);
     if (status != cudaSuccess) {
         free(env);

@@ -127,6 +127,11 @@ class CraftaxClassicGPU:
     ended. ``envs_per_warp``: how many envs each warp of the step kernel steps (1, 2, 4, 8, 16 or
     32; the trajectories are the same whatever it is): a warp runs its envs' diverging paths one
     after another, so fewer envs per warp spend less of a step waiting on the others.
+
+    A step that ends an episode leaves the next world's key to the reset kernel, which generates
+    the worlds after the step, a thread per world, each in a ~100 KB buffer of device memory: at
+    most 8,192 buffers, so with more envs a thread generates those of envs i, i + 8,192, ... in
+    turn. The step kernel holds no world generation, so its threads' stacks stay small.
     """
 
     name = "puffer_craftax_classic"

@@ -40,6 +40,7 @@ GPU_ENV_MODULES = {
     "puffer_craftax": ("ocean.craftax.gpu", "CraftaxGPU"),
     "puffer_craftax_compact": ("ocean.craftax.gpu", "CraftaxCompactGPU"),
     "puffer_craftax_classic": ("ocean.craftax_classic.gpu", "CraftaxClassicGPU"),
+    "puffer_craftax_pixels": ("ocean.craftax.gpu", "CraftaxPixelsGPU"),
 }
 
 

@@ -28,6 +28,7 @@ import numpy as np
 from ocean.craftax import COMPACT_OBS_BYTES, NUM_ACTIONS, OBS_SIZE, binding, reset_pool
 from ocean.craftax.textures import REFERENCE_BLOCK_SIZES, load_atlas
 from ocean.env import check_int
+from ocean.gpu_env import DeviceEnv, declare_functions, import_torch_cuda
 
 LIBRARY_PATH = Path(__file__).with_name("libcraftax_gpu.so")
 WARP = 32
@@ -51,28 +52,18 @@ def load_library():
             f"built, or PUFFER_NO_CUDA=1 was set). Install the CUDA compiler (a CUDA toolkit, or "
             f"pip install nvidia-cuda-nvcc nvidia-cuda-runtime) and rebuild: {REBUILD}"
         )
-    lib = ctypes.CDLL(str(LIBRARY_PATH))
-    c_int, c_void_p, c_uint64 = ctypes.c_int, ctypes.c_void_p, ctypes.c_uint64
-    lib.craftax_gpu_error_string.argtypes = [c_int]
-    lib.craftax_gpu_error_string.restype = ctypes.c_char_p
+    lib = declare_functions(ctypes.CDLL(str(LIBRARY_PATH)), "craftax_gpu_")
+    c_int, c_void_p = ctypes.c_int, ctypes.c_void_p
     lib.craftax_gpu_state_bytes.restype = ctypes.c_size_t
     lib.craftax_gpu_sum_count.restype = c_int
     lib.craftax_gpu_obs_size.argtypes = [c_int]
     lib.craftax_gpu_obs_size.restype = c_int
     lib.craftax_gpu_create.argtypes = [ctypes.POINTER(c_void_p), c_int, c_int, c_int, c_void_p, c_int,
                                        c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_int]
-    lib.craftax_gpu_reset.argtypes = [c_void_p, c_uint64, c_void_p]
-    lib.craftax_gpu_step.argtypes = [c_void_p, c_void_p, c_int, c_void_p]
-    lib.craftax_gpu_sync_logs.argtypes = [c_void_p, c_void_p, ctypes.POINTER(ctypes.c_longlong),
-                                          ctypes.POINTER(c_int), c_void_p]
-    lib.craftax_gpu_read_state.argtypes = [c_void_p, c_int, c_void_p, c_void_p]
-    lib.craftax_gpu_destroy.argtypes = [c_void_p]
-    lib.craftax_gpu_destroy.restype = None
     lib.craftax_gpu_expand.argtypes = [c_void_p, c_void_p, ctypes.c_long, c_int, c_int, c_void_p]
     lib.craftax_gpu_embed_cells.argtypes = [c_void_p, c_void_p, c_int, c_void_p, ctypes.c_long, c_int, c_int, c_void_p]
     lib.craftax_gpu_embed_cells_grad.argtypes = [c_void_p, c_void_p, ctypes.c_long, c_int, c_int, c_int, c_void_p, c_void_p]
-    for function in ("reset", "step", "sync_logs", "read_state", "create", "expand", "embed_cells", "embed_cells_grad",
-                     "runs_here"):
+    for function in ("create", "expand", "embed_cells", "embed_cells_grad"):
         getattr(lib, f"craftax_gpu_{function}").restype = c_int
     layout = {
         "game state bytes": (lib.craftax_gpu_state_bytes(), binding.STATE_BYTES),
@@ -197,30 +188,7 @@ def embed_cells_grad(compact, grad, width):
     return table_grad
 
 
-def import_torch_cuda(name, device):
-    try:
-        import torch
-    except ImportError as error:
-        raise RuntimeError(f"{name}: the GPU env needs PyTorch with CUDA ({error})") from error
-    if torch.version.cuda is None:
-        raise RuntimeError(
-            f"{name}: this PyTorch ({torch.__version__}) is a CPU-only build; install a CUDA build of "
-            f"torch, or use the CPU env ocean.craftax.Craftax"
-        )
-    if not torch.cuda.is_available():
-        raise RuntimeError(
-            f"{name}: no CUDA GPU is visible (torch.cuda.is_available() is False); run on a machine "
-            f"with an NVIDIA GPU and driver, or use the CPU env ocean.craftax.Craftax"
-        )
-    device = torch.device(device)
-    if device.type != "cuda":
-        raise ValueError(f"{name}: device must be a CUDA device, got {device}")
-    if device.index is None:
-        device = torch.device("cuda", torch.cuda.current_device())
-    return torch, device
-
-
-class CraftaxGPU:
+class CraftaxGPU(DeviceEnv):
     """``num_envs`` Craftax envs on one GPU (a multiple of 32); the full 8,268-float observation.
 
     ``reset_pool_size`` / ``reset_pool_seed``: as the CPU env (the pool is generated on the host
@@ -231,6 +199,7 @@ class CraftaxGPU:
     """
 
     name = "puffer_craftax"
+    log_fields = binding.LOG_FIELDS
     compact = False
 
     def __init__(self, num_envs, reset_pool_size=0, reset_pool_seed=0, device="cuda", log_interval=16, envs_per_warp=None):
@@ -241,21 +210,11 @@ class CraftaxGPU:
             raise ValueError(f"{self.name}: envs_per_warp must be one of {ENVS_PER_WARP} (or None), got {envs_per_warp!r}")
         reset_pool_size = check_int(self.name, "reset_pool_size", reset_pool_size, 0, 1 << 16)
         reset_pool_seed = check_int(self.name, "reset_pool_seed", reset_pool_seed, 0, 2**31 - 1)
-        self.log_interval = check_int(self.name, "log_interval", log_interval, 1)
-        torch, self.device = import_torch_cuda(self.name, device)
-        self._torch = torch
-        self._lib = load_library()
-        self.num_envs = num_envs
-        self.num_agents = num_envs
-        self.agents_per_env = 1
+        log_interval = check_int(self.name, "log_interval", log_interval, 1)
+        torch, device = import_torch_cuda(self.name, device, "ocean.craftax.Craftax")
+        self._start_buffers(torch, device, num_envs, log_interval, load_library(), "craftax_gpu_")
         self.single_observation_space, self.observations, step_observations = self._observation_buffers()
         self.single_action_space = gymnasium.spaces.Discrete(NUM_ACTIONS)
-        self.rewards = torch.zeros(num_envs, dtype=torch.float32, device=self.device)
-        self.terminals = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
-        self.truncations = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
-        self.masks = torch.ones(num_envs, dtype=torch.bool, device=self.device)
-        self.actions = torch.zeros(num_envs, dtype=torch.int32, device=self.device)
-        self._sums = np.zeros(len(binding.LOG_FIELDS) + 3, dtype=np.float32)
         pool = None
         if reset_pool_size:
             pool = reset_pool(reset_pool_size, reset_pool_seed, os.cpu_count() or 1)
@@ -267,10 +226,7 @@ class CraftaxGPU:
                 step_observations.data_ptr(), self.actions.data_ptr(), self.rewards.data_ptr(),
                 self.terminals.data_ptr(), self.truncations.data_ptr(), envs_per_warp or 0,
             )
-        self._check(status, "create")
-        self._handle = handle
-        self.started = False
-        self.ticks = 0
+        self._bind(status, handle)
 
     def _observation_buffers(self):
         """The observation space, the observation buffer, and the buffer the step kernels write
@@ -284,117 +240,14 @@ class CraftaxGPU:
             observations = torch.zeros((self.num_envs, OBS_SIZE), dtype=torch.float32, device=self.device)
         return space, observations, observations
 
-    def _check(self, status, what):
-        if status != 0:
-            message = self._lib.craftax_gpu_error_string(status).decode()
-            raise RuntimeError(f"{self.name}: CUDA error in {what}: {message}")
-
-    def _stream(self):
-        return ctypes.c_void_p(self._torch.cuda.current_stream(self.device).cuda_stream)
-
-    def _require_open(self):
-        if self._handle is None:
-            raise RuntimeError(f"{self.name}: the env is closed")
-
-    # Device hooks.
-
-    def gpu_reset(self, seed):
-        """Env i starts from seed + i, as the CPU env; asynchronous on the current stream."""
-        self._require_open()
-        self._check(self._lib.craftax_gpu_reset(self._handle, int(seed), self._stream()), "reset")
-        self.started = True
-
-    def gpu_step(self, actions):
-        """Steps every env with ``actions`` (CUDA tensor [num_envs], int32 or int64) on the current
-        stream; no host synchronization and no allocation. Out-of-range actions are reported by
-        the next ``gpu_sync_logs()``."""
-        self._require_open()
-        if actions.device != self.device:
-            raise ValueError(f"{self.name}: actions must be on {self.device}, got {actions.device}")
-        if actions.dtype not in (self._torch.int32, self._torch.int64):
-            raise ValueError(f"{self.name}: actions must be int32 or int64, got {actions.dtype}")
-        if actions.shape != (self.num_envs,) or not actions.is_contiguous():
-            raise ValueError(
-                f"{self.name}: actions must be a contiguous tensor of shape ({self.num_envs},), "
-                f"got shape {tuple(actions.shape)}"
-            )
-        is_int64 = int(actions.dtype == self._torch.int64)
-        self._check(self._lib.craftax_gpu_step(self._handle, actions.data_ptr(), is_int64, self._stream()), "step")
-
-    def gpu_sync_logs(self):
-        """Waits for the stream, then returns the mean episode statistics since the last call (the
-        CPU env's ``log()`` dict) or None when no episode ended. Raises ValueError when an action
-        outside 0..42 was given since the last call (that env was not stepped)."""
-        self._require_open()
-        bad_index, bad_value = ctypes.c_longlong(), ctypes.c_int()
-        status = self._lib.craftax_gpu_sync_logs(
-            self._handle, self._sums.ctypes.data, ctypes.byref(bad_index), ctypes.byref(bad_value), self._stream()
-        )
-        self._check(status, "sync_logs")
-        if bad_index.value >= 0:
-            raise ValueError(
-                f"{self.name}: action {bad_value.value} for agent {bad_index.value} is outside the action "
-                f"space {self.single_action_space} (valid: 0..{NUM_ACTIONS - 1}); that env was not stepped"
-            )
-        episodes = float(self._sums[-1])
-        if episodes == 0:
-            return None
-        means = {field: float(self._sums[k]) / episodes for k, field in enumerate(binding.LOG_FIELDS)}
-        means["episode_return"] = float(self._sums[-3]) / episodes
-        means["episode_length"] = float(self._sums[-2]) / episodes
-        means["episodes"] = int(episodes)
-        return means
-
-    def gpu_close(self):
-        if self._handle is not None:
-            self._lib.craftax_gpu_destroy(self._handle)
-            self._handle = None
-        self.started = False
-
-    # The PufferEnv surface.
-
-    def reset(self, seed=0):
-        self.gpu_reset(0 if seed is None else seed)
-        self.ticks = 0
-        self.gpu_sync_logs()
-        return self.observations, []
-
-    def step(self, actions):
-        if not self.started:
-            raise RuntimeError(f"{self.name}: call reset() before step()")
-        if not isinstance(actions, self._torch.Tensor):
-            actions = self._torch.as_tensor(np.asarray(actions), device=self.device)
-        self.gpu_step(actions.to(self.device))
-        self.ticks += 1
-        infos = []
-        if self.ticks % self.log_interval == 0:
-            log = self.gpu_sync_logs()
-            if log is not None:
-                infos.append(log)
-        return self.observations, self.rewards, self.terminals, self.truncations, infos
-
-    def _read_state(self, index, what):
-        self._require_open()
-        index = check_int(self.name, f"{what} index", index, 0, self.num_envs - 1)
-        state = np.empty(binding.STATE_BYTES, dtype=np.uint8)
-        self._check(self._lib.craftax_gpu_read_state(self._handle, index, state.ctypes.data, self._stream()), what)
-        return state
-
     def state(self, index=0):
         """Env ``index``'s game state, copied to the host, as {reference field name: numpy array}."""
-        return binding.state_fields(self._read_state(index, "state"))
+        return binding.state_fields(self._read_state(index, "state", binding.STATE_BYTES))
 
     def render(self, index=0):
         """ANSI text of env ``index`` (copies its state to the host; the CPU env's renderer)."""
-        state = self._read_state(index, "render")
+        state = self._read_state(index, "render", binding.STATE_BYTES)
         return binding.render_state(state, int(self.actions[index].item()))
-
-    def close(self):
-        self.gpu_close()
-
-    def __del__(self):
-        if getattr(self, "_handle", None) is not None:
-            self.gpu_close()
 
 
 class CraftaxCompactGPU(CraftaxGPU):

@@ -24,6 +24,7 @@ import numpy as np
 from ocean.craftax_classic import NUM_ACTIONS, binding
 from ocean.craftax_classic.state_view import state_fields
 from ocean.env import check_int
+from ocean.gpu_env import DeviceEnv, declare_functions, import_torch_cuda
 from pufferlib.exceptions import ParameterError, check_keywords
 
 LIBRARY_PATH = Path(__file__).with_name("libcraftax_classic_gpu.so")
@@ -51,24 +52,14 @@ def load_library():
             f"built, or PUFFER_NO_CUDA=1 was set). Install the CUDA compiler (a CUDA toolkit, or "
             f"pip install nvidia-cuda-nvcc nvidia-cuda-runtime) and rebuild: {REBUILD}"
         )
-    lib = ctypes.CDLL(str(LIBRARY_PATH))
+    lib = declare_functions(ctypes.CDLL(str(LIBRARY_PATH)), "craftax_classic_gpu_")
     c_int, c_void_p = ctypes.c_int, ctypes.c_void_p
-    lib.craftax_classic_gpu_error_string.argtypes = [c_int]
-    lib.craftax_classic_gpu_error_string.restype = ctypes.c_char_p
     lib.craftax_classic_gpu_state_bytes.restype = ctypes.c_size_t
     lib.craftax_classic_gpu_sum_count.restype = c_int
     lib.craftax_classic_gpu_obs_size.restype = c_int
     lib.craftax_classic_gpu_create.argtypes = [ctypes.POINTER(c_void_p), c_int, c_int, c_void_p, c_void_p, c_void_p,
                                                c_void_p, c_void_p, c_int]
-    lib.craftax_classic_gpu_reset.argtypes = [c_void_p, ctypes.c_uint64, c_void_p]
-    lib.craftax_classic_gpu_step.argtypes = [c_void_p, c_void_p, c_int, c_void_p]
-    lib.craftax_classic_gpu_sync_logs.argtypes = [c_void_p, c_void_p, ctypes.POINTER(ctypes.c_longlong),
-                                                  ctypes.POINTER(c_int), c_void_p]
-    lib.craftax_classic_gpu_read_state.argtypes = [c_void_p, c_int, c_void_p, c_void_p]
-    lib.craftax_classic_gpu_destroy.argtypes = [c_void_p]
-    lib.craftax_classic_gpu_destroy.restype = None
-    for function in ("create", "reset", "step", "sync_logs", "read_state", "runs_here"):
-        getattr(lib, f"craftax_classic_gpu_{function}").restype = c_int
+    lib.craftax_classic_gpu_create.restype = c_int
     layout = {
         "game state bytes": (lib.craftax_classic_gpu_state_bytes(), binding.state_size()),
         "log sums": (lib.craftax_classic_gpu_sum_count(), len(LOG_FIELDS) + 3),
@@ -96,31 +87,7 @@ def library_runs_on(device):
         return library.craftax_classic_gpu_runs_here() == 0
 
 
-def import_torch_cuda(name, device):
-    """torch, and ``device`` as a CUDA torch.device with its index; a clear error without either."""
-    try:
-        import torch
-    except ImportError as error:
-        raise RuntimeError(f"{name}: the GPU env needs PyTorch with CUDA ({error})") from error
-    if torch.version.cuda is None:
-        raise RuntimeError(
-            f"{name}: this PyTorch ({torch.__version__}) is a CPU-only build; install a CUDA build of "
-            f"torch, or use the CPU env ocean.craftax_classic.CraftaxClassic"
-        )
-    if not torch.cuda.is_available():
-        raise RuntimeError(
-            f"{name}: no CUDA GPU is visible (torch.cuda.is_available() is False); run on a machine "
-            f"with an NVIDIA GPU and driver, or use the CPU env ocean.craftax_classic.CraftaxClassic"
-        )
-    device = torch.device(device)
-    if device.type != "cuda":
-        raise ValueError(f"{name}: device must be a CUDA device, got {device}")
-    if device.index is None:
-        device = torch.device("cuda", torch.cuda.current_device())
-    return torch, device
-
-
-class CraftaxClassicGPU:
+class CraftaxClassicGPU(DeviceEnv):
     """``num_envs`` Craftax-Classic envs on one GPU, with the CPU env's 1,345-float observation.
 
     Infos of ``step``: every ``log_interval`` steps, the ``gpu_sync_logs()`` dict when episodes
@@ -135,28 +102,19 @@ class CraftaxClassicGPU:
     """
 
     name = "puffer_craftax_classic"
+    log_fields = LOG_FIELDS
 
     def __init__(self, num_envs, device="cuda", log_interval=16, envs_per_warp=8, **params):
         check_keywords(f"{type(self).__name__}()", params, ["device", "log_interval", "envs_per_warp"])
         num_envs = check_int(self.name, "num_envs", num_envs, 1, 2**31 - 1)
         if envs_per_warp not in ENVS_PER_WARP or isinstance(envs_per_warp, bool):
             raise ParameterError(f"{self.name}: envs_per_warp must be one of {ENVS_PER_WARP}, got {envs_per_warp!r}")
-        self.log_interval = check_int(self.name, "log_interval", log_interval, 1)
-        torch, self.device = import_torch_cuda(self.name, device)
-        self._torch = torch
-        self._lib = load_library()
-        self.num_envs = num_envs
-        self.num_agents = num_envs
-        self.agents_per_env = 1
+        log_interval = check_int(self.name, "log_interval", log_interval, 1)
+        torch, device = import_torch_cuda(self.name, device, "ocean.craftax_classic.CraftaxClassic")
+        self._start_buffers(torch, device, num_envs, log_interval, load_library(), "craftax_classic_gpu_")
         self.single_observation_space = gymnasium.spaces.Box(0.0, 1.0, (binding.OBS_SIZE,), np.float32)
         self.single_action_space = gymnasium.spaces.Discrete(NUM_ACTIONS)
         self.observations = torch.zeros((num_envs, binding.OBS_SIZE), dtype=torch.float32, device=self.device)
-        self.rewards = torch.zeros(num_envs, dtype=torch.float32, device=self.device)
-        self.terminals = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
-        self.truncations = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
-        self.masks = torch.ones(num_envs, dtype=torch.bool, device=self.device)
-        self.actions = torch.zeros(num_envs, dtype=torch.int32, device=self.device)
-        self._sums = np.zeros(len(LOG_FIELDS) + 3, dtype=np.float32)
         handle = ctypes.c_void_p()
         with torch.cuda.device(self.device):
             status = self._lib.craftax_classic_gpu_create(
@@ -164,117 +122,12 @@ class CraftaxClassicGPU:
                 self.actions.data_ptr(), self.rewards.data_ptr(), self.terminals.data_ptr(),
                 self.truncations.data_ptr(), envs_per_warp,
             )
-        self._handle = None
-        self._check(status, "create")
-        self._handle = handle
-        self.started = False
-        self.ticks = 0
-
-    def _check(self, status, what):
-        if status != 0:
-            message = self._lib.craftax_classic_gpu_error_string(status).decode()
-            raise RuntimeError(f"{self.name}: CUDA error in {what}: {message}")
-
-    def _stream(self):
-        return ctypes.c_void_p(self._torch.cuda.current_stream(self.device).cuda_stream)
-
-    def _require_open(self):
-        if self._handle is None:
-            raise RuntimeError(f"{self.name}: the env is closed")
-
-    # Device hooks.
-
-    def gpu_reset(self, seed):
-        """Env i starts from seed + i, as the CPU env; asynchronous on the current stream."""
-        self._require_open()
-        self._check(self._lib.craftax_classic_gpu_reset(self._handle, int(seed), self._stream()), "reset")
-        self.started = True
-
-    def gpu_step(self, actions):
-        """Steps every env with ``actions`` (CUDA tensor [num_envs], int32 or int64) on the current
-        stream; no host synchronization and no allocation. Out-of-range actions are reported by
-        the next ``gpu_sync_logs()``."""
-        self._require_open()
-        if actions.device != self.device:
-            raise ValueError(f"{self.name}: actions must be on {self.device}, got {actions.device}")
-        if actions.dtype not in (self._torch.int32, self._torch.int64):
-            raise ValueError(f"{self.name}: actions must be int32 or int64, got {actions.dtype}")
-        if actions.shape != (self.num_envs,) or not actions.is_contiguous():
-            raise ValueError(
-                f"{self.name}: actions must be a contiguous tensor of shape ({self.num_envs},), "
-                f"got shape {tuple(actions.shape)}"
-            )
-        is_int64 = int(actions.dtype == self._torch.int64)
-        self._check(self._lib.craftax_classic_gpu_step(self._handle, actions.data_ptr(), is_int64, self._stream()), "step")
-
-    def gpu_sync_logs(self):
-        """Waits for the stream, then returns the mean episode statistics since the last call (the
-        CPU env's ``log()`` dict) or None when no episode ended. Raises ValueError when an action
-        outside 0..16 was given since the last call (that env was not stepped)."""
-        self._require_open()
-        bad_index, bad_value = ctypes.c_longlong(), ctypes.c_int()
-        status = self._lib.craftax_classic_gpu_sync_logs(
-            self._handle, self._sums.ctypes.data, ctypes.byref(bad_index), ctypes.byref(bad_value), self._stream()
-        )
-        self._check(status, "sync_logs")
-        if bad_index.value >= 0:
-            raise ValueError(
-                f"{self.name}: action {bad_value.value} for agent {bad_index.value} is outside the action "
-                f"space {self.single_action_space} (valid: 0..{NUM_ACTIONS - 1}); that env was not stepped"
-            )
-        episodes = float(self._sums[-1])
-        if episodes == 0:
-            return None
-        means = {field: float(self._sums[k]) / episodes for k, field in enumerate(LOG_FIELDS)}
-        means["episode_return"] = float(self._sums[-3]) / episodes
-        means["episode_length"] = float(self._sums[-2]) / episodes
-        means["episodes"] = int(episodes)
-        return means
-
-    def gpu_close(self):
-        if self._handle is not None:
-            self._lib.craftax_classic_gpu_destroy(self._handle)
-            self._handle = None
-        self.started = False
-
-    # The PufferEnv surface.
-
-    def reset(self, seed=0):
-        self.gpu_reset(0 if seed is None else seed)
-        self.ticks = 0
-        self.gpu_sync_logs()
-        return self.observations, []
-
-    def step(self, actions):
-        if not self.started:
-            raise RuntimeError(f"{self.name}: call reset() before step()")
-        if not isinstance(actions, self._torch.Tensor):
-            actions = self._torch.as_tensor(np.asarray(actions), device=self.device)
-        self.gpu_step(actions.to(self.device))
-        self.ticks += 1
-        infos = []
-        if self.ticks % self.log_interval == 0:
-            log = self.gpu_sync_logs()
-            if log is not None:
-                infos.append(log)
-        return self.observations, self.rewards, self.terminals, self.truncations, infos
+        self._bind(status, handle)
 
     def state_bytes(self, index=0):
         """Env ``index``'s game state (state_view.STATE_DTYPE) as bytes, copied to the host."""
-        self._require_open()
-        index = check_int(self.name, "state index", index, 0, self.num_envs - 1)
-        state = np.empty(binding.state_size(), dtype=np.uint8)
-        self._check(self._lib.craftax_classic_gpu_read_state(self._handle, index, state.ctypes.data, self._stream()),
-                    "state")
-        return state
+        return self._read_state(index, "state", binding.state_size())
 
     def state(self, index=0):
         """Env ``index``'s game state, copied to the host, as {reference field name: numpy array}."""
         return state_fields(self.state_bytes(index))
-
-    def close(self):
-        self.gpu_close()
-
-    def __del__(self):
-        if getattr(self, "_handle", None) is not None:
-            self.gpu_close()

@@ -394,3 +394,19 @@ static cudaError_t vec_gpu_sync_logs(VecGpu* vec, VecGpuReport* report, cudaStre
     *report = *vec->report_host;
     return cudaSuccess;
 }
+
+// vec_gpu_sync_logs as a library's C API gives it to Python (ocean/gpu_env.py): the sums into
+// `sums` (VEC_GPU_SUMS floats), and the first bad action's agent and value, *bad_index -1 if none.
+static cudaError_t vec_gpu_sync_logs_to(VecGpu* vec, float* sums, long long* bad_index, int* bad_value, cudaStream_t stream) {
+    VecGpuReport report;
+    VEC_GPU_CHECK(vec_gpu_sync_logs(vec, &report, stream));
+    memcpy(sums, report.sums, sizeof(report.sums));
+    if (report.bad_action == VEC_GPU_NO_BAD_ACTION) {
+        *bad_index = -1;
+        *bad_value = 0;
+    } else {
+        *bad_index = (long long)(report.bad_action >> 32);
+        *bad_value = (int)(int32_t)(uint32_t)report.bad_action;
+    }
+    return cudaSuccess;
+}

@@ -229,17 +229,7 @@ int craftax_gpu_step(void* handle, const void* actions, int actions_are_int64, v
 int craftax_gpu_sync_logs(void* handle, float* sums, long long* bad_index, int* bad_value, void* stream) {
     CraftaxGpu* env = (CraftaxGpu*)handle;
     VEC_GPU_CHECK(cudaSetDevice(env->device));
-    VecGpuReport report;
-    VEC_GPU_CHECK(vec_gpu_sync_logs(env->vec, &report, (cudaStream_t)stream));
-    memcpy(sums, report.sums, sizeof(report.sums));
-    if (report.bad_action == VEC_GPU_NO_BAD_ACTION) {
-        *bad_index = -1;
-        *bad_value = 0;
-    } else {
-        *bad_index = (long long)(report.bad_action >> 32);
-        *bad_value = (int)(int32_t)(uint32_t)report.bad_action;
-    }
-    return cudaSuccess;
+    return vec_gpu_sync_logs_to(env->vec, sums, bad_index, bad_value, (cudaStream_t)stream);
 }
 
 // Env index's game state (sizeof(GameState) bytes) into host memory, with the light maps it may

@@ -115,20 +115,35 @@ def time_gpu_env(torch, env, num_actions, seconds, kernels):
     return env.num_envs * steps / elapsed, note
 
 
-def bench_cpu(env_class, num_envs, pool, seconds, num_actions=craftax.NUM_ACTIONS):
-    threads = os.cpu_count() or 1
+def bench_cpu(env_class, num_envs, pool, seconds, num_actions=craftax.NUM_ACTIONS, threads=None):
+    """Steps per second of a C env on ``threads`` threads (default: every core) over about ``seconds``."""
+    threads = threads or os.cpu_count() or 1
     env = env_class(num_envs=num_envs, num_threads=threads, **({} if pool is None else {"reset_pool_size": pool}))
-    cache = np.random.default_rng(0).integers(0, num_actions, (64, num_envs)).astype(np.int32)
-    env.reset(0)
-    for i in range(10):
-        env.step(cache[i % 64])
-    steps, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        env.step(cache[steps % 64])
-        steps += 1
-    rate = steps * num_envs / (time.perf_counter() - start)
+    rate = c_env_stepper(env, num_actions)(seconds)
     env.close()
-    return rate, f"{threads} threads, {num_envs} envs"
+    return rate, f"{threads} thread{'s' if threads > 1 else ''}, {num_envs} envs"
+
+
+def c_env_stepper(env, num_actions, warmup_steps=10):
+    """Resets the C env ``env`` and steps it ``warmup_steps`` times; returns a function that steps it
+    for about ``seconds`` (at least one step) with random actions from a pregenerated cache, world
+    generations included, and gives steps per second. Successive calls continue the same episodes."""
+    cache = np.random.default_rng(0).integers(0, num_actions, (64, env.num_envs)).astype(np.int32)
+    env.reset(0)
+    for i in range(warmup_steps):
+        env.step(cache[i % len(cache)])
+    taken = warmup_steps
+
+    def steps_per_second(seconds):
+        nonlocal taken
+        steps, start = 0, time.perf_counter()
+        while steps == 0 or time.perf_counter() - start < seconds:
+            env.step(cache[(taken + steps) % len(cache)])
+            steps += 1
+        taken += steps
+        return steps * env.num_envs / (time.perf_counter() - start)
+
+    return steps_per_second
 
 
 def bench_jax(num_envs, seconds):
@@ -138,34 +153,58 @@ def bench_jax(num_envs, seconds):
         from craftax.craftax.envs.craftax_symbolic_env import CraftaxSymbolicEnv
     except ImportError as error:
         return None, f"not importable here ({error})"
-    env = CraftaxSymbolicEnv()
+    rate = jax_reference(CraftaxSymbolicEnv(), craftax.NUM_ACTIONS, num_envs)(seconds)
+    return rate, f"{jax.devices()[0].device_kind}, {num_envs} envs, no pool"
+
+
+JAX_SCAN_STEPS = 64
+
+
+def jax_reference(env, num_actions, num_envs, scan_steps=JAX_SCAN_STEPS, progress=lambda message: None):
+    """The JAX reference timed as its users run it: ``env`` (an auto-resetting env of the ``craftax``
+    package) vmapped over ``num_envs`` envs, ``scan_steps`` steps of random actions in one jitted
+    lax.scan. Resets and compiles before it returns, telling ``progress`` each phase; returns a
+    function that steps for about ``seconds`` (at least one scan) and gives steps per second."""
+    import jax
+
     params = env.default_params
-    scan_steps = 64
 
     def body(carry, _):
         rng, state = carry
         rng, action_key, step_key = jax.random.split(rng, 3)
-        actions = jax.random.randint(action_key, (num_envs,), 0, craftax.NUM_ACTIONS)
+        actions = jax.random.randint(action_key, (num_envs,), 0, num_actions)
         step_keys = jax.random.split(step_key, num_envs)
         _, state, reward, _, _ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(step_keys, state, actions, params)
         return (rng, state), reward.sum()
 
-    @jax.jit
     def rollout(rng, state):
         return jax.lax.scan(body, (rng, state), None, scan_steps)
 
+    progress(f"resetting {num_envs} envs (the jitted reset compiles first)")
+    start = time.perf_counter()
     reset_keys = jax.random.split(jax.random.PRNGKey(0), num_envs)
     _, state = jax.vmap(env.reset, in_axes=(0, None))(reset_keys, params)
+    jax.block_until_ready(state)
+    progress(f"reset in {time.perf_counter() - start:.0f} s; compiling the scan of {scan_steps} steps")
+    start = time.perf_counter()
     rng = jax.random.PRNGKey(1)
-    (rng, state), rewards = rollout(rng, state)
+    compiled = jax.jit(rollout).lower(rng, state).compile()
+    progress(f"compiled in {time.perf_counter() - start:.0f} s; one scan to warm up")
+    start = time.perf_counter()
+    carry, rewards = compiled(rng, state)
     rewards.block_until_ready()
-    calls, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        (rng, state), rewards = rollout(rng, state)
-        rewards.block_until_ready()
-        calls += 1
-    rate = calls * scan_steps * num_envs / (time.perf_counter() - start)
-    return rate, f"{jax.devices()[0].device_kind}, {num_envs} envs, no pool"
+    progress(f"warm-up scan in {time.perf_counter() - start:.1f} s")
+
+    def steps_per_second(seconds):
+        nonlocal carry
+        calls, start = 0, time.perf_counter()
+        while calls == 0 or time.perf_counter() - start < seconds:
+            carry, rewards = compiled(*carry)
+            rewards.block_until_ready()
+            calls += 1
+        return calls * scan_steps * num_envs / (time.perf_counter() - start)
+
+    return steps_per_second
 
 
 def main():
@@ -303,8 +342,8 @@ def recorded(card, args, gpu_rates, cpu_rates, jax_row):
     if jax_row is not None and jax_row[2] is not None:
         records.append(results.measurement(
             "craftax-gpu", "JAX reference (CraftaxSymbolicEnv, full observations)",
-            f"{args.jax_envs:,} envs, jit + vmap + scan of 64 steps, no pool", jax_row[2], "steps/s", machine=machine,
-            note=jax_row[3]))
+            f"{args.jax_envs:,} envs, jit + vmap + scan of {JAX_SCAN_STEPS} steps, no pool", jax_row[2], "steps/s",
+            machine=machine, note=jax_row[3]))
     return records
 
 

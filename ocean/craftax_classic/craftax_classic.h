@@ -61,8 +61,13 @@ typedef struct {
     ClassicState state;
 #ifdef __CUDACC__
     // Lent by the device vecenv for the duration of each c_reset (ocean/vecenv_gpu.cuh); the host
-    // env has no such field, so its checkpoints hold no pointer.
+    // env has no such field.
     ClassicScratch* reset_scratch;
+#else
+    // Where the state an episode ended in is copied before the autoreset replaces it (for
+    // videos): NULL unless the binding's keep_final_states set it, and set again after a
+    // checkpoint's bytes replace the struct.
+    ClassicState* final_state;
 #endif
 } CraftaxClassic;
 
@@ -120,6 +125,9 @@ CRAFTAX_FN int c_step(CraftaxClassic* env) {
     env->truncations[0] = (unsigned char)(out_of_time && !died);
     if (died || out_of_time) {
         log_episode(env, died);
+#ifndef __CUDACC__
+        if (env->final_state != NULL) memcpy(env->final_state, s, sizeof(ClassicState));
+#endif
         env->world_key = key_split_at(step_key, 1);
         env->has_world_key = 1;
         return 1;

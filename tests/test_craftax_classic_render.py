@@ -320,3 +320,53 @@ def test_renderer_compiles_with_nvcc(tmp_path):
     source = tmp_path / "render.cu"
     source.write_text(RENDER_KERNEL)
     compile_source([nvcc, "-x", "cu", "--fmad=false", "-Werror", "all-warnings"], source, tmp_path)
+
+
+# Recording a policy: puffer eval's video files.
+
+@pytest.fixture(scope="module")
+def trained_classic(tmp_path_factory):
+    """A data folder holding a briefly trained puffer_craftax_classic policy."""
+    from pufferlib import cli
+
+    data = tmp_path_factory.mktemp("craftax_classic_run")
+    assert cli.main(["train", "puffer_craftax_classic", "--train.total-timesteps", "512", "--vec.num-envs", "8",
+                     "--train.minibatch-size", "512", "--train.dashboard", "off", "--train.data-dir", str(data)]) == 0
+    return data
+
+
+@pytest.mark.slow
+def test_eval_gif_shows_each_episode_to_the_frame_it_ended_in(atlases, trained_classic, tmp_path, monkeypatch, capsys):
+    import imageio.v3 as iio
+
+    from pufferlib import cli, player
+
+    # Agent 0's first episode starts 5 steps short of the time limit.
+    envs, recorded = [], []
+    reset, save = classic_env.CraftaxClassic.reset, player.Playback.save
+
+    def reset_near_the_time_limit(self, seed=0):
+        result = reset(self, seed)
+        binding.load_env_state_bytes(self.c_envs, 0, edited(binding.env_state_bytes(self.c_envs, 0), timestep=10_000 - 5))
+        envs.append(self)
+        return result
+
+    def keep_frames(self, output, fps):
+        recorded.extend(self.frames)
+        return save(self, output, fps)
+
+    monkeypatch.setattr(classic_env.CraftaxClassic, "reset", reset_near_the_time_limit)
+    monkeypatch.setattr(player.Playback, "save", keep_frames)
+    output = tmp_path / "agent.gif"
+    assert cli.main(["eval", "puffer_craftax_classic", "--eval.output", str(output), "--eval.episodes", "1",
+                     "--eval.fps", "8", "--train.data-dir", str(trained_classic)]) == 0
+    out = capsys.readouterr().out
+    assert "Episode 1 of 1: return" in out and f"to {output}" in out and "\x1b" not in out
+    (env,) = envs
+    # The first frame, one after each of the 5 steps, the last the state the episode ended in.
+    assert len(recorded) == 6
+    ended = env._final_states.reshape(env.num_envs, binding.STATE_BYTES)[0]
+    assert state_view.state_fields(ended.tobytes())["timestep"][0] == 10_000
+    assert np.array_equal(recorded[-1], binding.render_frame(ended, atlases[16], 16))
+    frames = iio.imread(output)
+    assert frames.shape == (6, 9 * 16, 9 * 16, 3)

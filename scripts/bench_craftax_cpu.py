@@ -14,11 +14,12 @@ The C env steps on 1 thread and on every core, random actions from a pregenerate
 from Python over --seconds. The reference runs as its users run it, as scripts/bench_craftax_gpu.py
 runs it on the GPU: jit of vmap over the envs, a lax.scan of steps per call, on the XLA CPU backend
 with every core at its disposal. It is compiled once (for the pixel env that takes minutes, and the
-package processes its textures on first use) and timed after; each phase is printed as it starts. Its scans are short, as its steps are slow on the CPU, so that a call
-fits within --seconds. Each round times every side once, the C env continuing its
-episodes from round to round (it first plays about one random episode, so that resets are spread
-as in a long run), the order of the sides alternating between rounds; rows give the median of the
-rounds and the ratio of the medians.
+package processes its textures on first use) and timed after; each phase is printed as it starts.
+Its scans are short, as its steps are slow on the CPU, so that a call fits within --seconds.
+
+Each round times every side once, the C env continuing its episodes from round to round (it first
+plays about one random episode, so that resets are spread as in a long run), the order of the
+sides alternating between rounds; rows give the median of the rounds and the ratio of the medians.
 
 --record stores a record per C row (scripts/results.py), the reference's figure as its peer.
 """

@@ -57,8 +57,11 @@ AREAS = {
         "Craftax on the CPU",
         "The C Craftax env (`ocean/craftax/`) through the Ocean vecenv, random actions, full (8,268 floats) "
         "and compact (996 bytes) observations, with a reset pool of pregenerated worlds and without one "
-        "(every reset generates a world, as the JAX reference does).",
-        "python scripts/bench_ocean.py --envs none --games none --counts 1024 --craftax-envs 1024 --seconds 3 --record",
+        "(every reset generates a world, as the JAX reference does). Rows `against the JAX reference` "
+        "(`scripts/bench_craftax_cpu.py`) step Craftax-Classic and the pixel env on one thread and on every "
+        "core beside the reference's jitted, vmapped env on the same CPU, round by round.",
+        "python scripts/bench_ocean.py --envs none --games none --counts 1024 --craftax-envs 1024 --seconds 3 --record\n"
+        "    python scripts/bench_craftax_cpu.py --record",
     ),
     "craftax-gpu": (
         "Craftax on the GPU: env-only steps per second",

@@ -37,7 +37,7 @@ if os.environ.get("PUFFER_NATIVE") == "1":
 env_compile_args = {"craftax": ["-ffp-contract=off"], "craftax_classic": ["-ffp-contract=off"]}
 
 # Headers a game includes from another game's folder: editing one rebuilds it too.
-shared_headers = {"craftax_classic": [os.path.join("ocean", "craftax", name) for name in ("common.h", "jax_random.h", "perlin.h")]}
+shared_headers = {"craftax_classic": [os.path.join("ocean", "craftax", name) for name in ("common.h", "jax_random.h", "perlin.h", "canvas.h")]}
 
 extensions = [
     Extension(

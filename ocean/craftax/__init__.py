@@ -10,9 +10,9 @@ import gymnasium
 import numpy as np
 
 from ocean.craftax import binding
+from ocean.craftax.frames import PixelFrames
 from ocean.craftax.textures import load_atlas
 from ocean.env import OceanEnv, check_int
-from pufferlib.exceptions import APIUsageError, ParameterError
 
 OBS_SIZE = binding.LAYOUT["obs_size"]
 COMPACT_OBS_BYTES = binding.LAYOUT["compact_obs_bytes"]
@@ -21,13 +21,6 @@ NUM_ACTIONS = binding.LAYOUT["actions"]
 
 _last_pool = {}
 
-RENDER_MODES = ("ansi", "rgb_array")
-
-
-def check_render_mode(env_name, render_mode):
-    if render_mode not in RENDER_MODES:
-        raise ParameterError(f"{env_name}: render_mode must be one of {', '.join(RENDER_MODES)}, got {render_mode!r}")
-    return render_mode
 
 
 def reset_pool(size, seed, num_threads):
@@ -41,7 +34,7 @@ def reset_pool(size, seed, num_threads):
     return _last_pool[(size, seed)]
 
 
-class Craftax(OceanEnv):
+class Craftax(PixelFrames, OceanEnv):
     """The full Craftax game: 9 floors, 43 actions, 67 achievements.
 
     Reward: achievement weights (226 points in all) plus 0.1 x the change in health. An episode
@@ -64,11 +57,7 @@ class Craftax(OceanEnv):
 
     def __init__(self, num_envs=1, reset_pool_size=0, reset_pool_seed=0, num_threads=1, render_mode="ansi",
                  render_block_size=16, textures="auto", **kwargs):
-        self.render_mode = check_render_mode(self.name, render_mode)
-        self.render_block_size = check_int(self.name, "render_block_size", render_block_size, binding.MIN_BLOCK_PIXELS, 256)
-        # Read before any world is generated: a missing texture folder fails at once.
-        self._atlas = (load_atlas(self.render_block_size, None if textures in (None, "auto") else textures)
-                       if self.render_mode == "rgb_array" else None)
+        self._start_frames(render_mode, render_block_size, textures)
         reset_pool_size = check_int(self.name, "reset_pool_size", reset_pool_size, 0, 1 << 16)
         reset_pool_seed = check_int(self.name, "reset_pool_seed", reset_pool_seed, 0, 2**31 - 1)
         threads = check_int(self.name, "num_threads", num_threads, 1)
@@ -76,7 +65,6 @@ class Craftax(OceanEnv):
         self.single_observation_space = self.observation_space()
         self.single_action_space = gymnasium.spaces.Discrete(NUM_ACTIONS)
         self._states = binding.StateBuffer(check_int(self.name, "num_envs", num_envs, 1))
-        self._final_states = None
         super().__init__(num_envs, num_threads=num_threads, compact=int(self.compact), states=self._states,
                          reset_pool=pool, **kwargs)
 
@@ -91,41 +79,8 @@ class Craftax(OceanEnv):
             return gymnasium.spaces.Box(0, 255, (COMPACT_OBS_BYTES,), np.uint8)
         return gymnasium.spaces.Box(0.0, 1.0, (OBS_SIZE,), np.float32)
 
-    def render(self, index=0):
-        """Env ``index``'s frame: ANSI text, or with ``render_mode="rgb_array"`` its pixels,
-        (height, width, 3) uint8."""
-        if self.render_mode != "rgb_array":
-            return super().render(index)
-        if not self.started:
-            raise APIUsageError(f"{self.name}: render() after close(); build a new env" if self.closed
-                                else f"{self.name}: call reset() before render(): there is no game to show yet")
-        index = check_int(self.name, "render index", index, 0, self.num_envs - 1)
-        states = self._states.states.reshape(self.num_envs, binding.STATE_BYTES)
-        return binding.render_frame(states[index], self._atlas, self.render_block_size)
-
-    def keep_final_frames(self):
-        """From now on, keeps each env's last frame of its latest finished episode: its text, or
-        with ``render_mode="rgb_array"`` the state it ended in (copied when an episode ends, drawn
-        only when asked for)."""
-        if self.render_mode != "rgb_array":
-            return super().keep_final_frames()
-        if self._final_states is None:
-            self._final_states = np.zeros(self.num_envs * binding.STATE_BYTES, np.uint8)
-            binding.keep_final_states(self.c_envs, self._final_states)
-
-    def final_frame(self, index=0):
-        """Env ``index``'s last frame of its latest finished episode (after ``keep_final_frames``):
-        its text ('' before one ended), or with ``render_mode="rgb_array"`` its pixels as
-        ``render`` draws them (None before one ended)."""
-        if self.render_mode != "rgb_array":
-            return super().final_frame(index)
-        index = check_int(self.name, "final_frame index", index, 0, self.num_envs - 1)
-        if self._final_states is None:
-            return None
-        state = self._final_states.reshape(self.num_envs, binding.STATE_BYTES)[index]
-        if not state.any():
-            return None
-        return binding.render_frame(state, self._atlas, self.render_block_size)
+    def _state_bytes(self, index):
+        return self._states.states.reshape(self.num_envs, binding.STATE_BYTES)[index]
 
     @classmethod
     def memory_per_env(cls, compact=None):

@@ -22,7 +22,8 @@ on every host core. With --peer-craftax-cu PATH (a checkout of github.com/Infato
 its Classic CUDA env is built there as its Makefile builds it and its own `bench` (env-only,
 random actions, the 1,345-float observation: --obs-mode 0) runs at each count in the same run;
 each count prints ours / theirs. Its trajectories are not the reference's (its world generator
-draws its own random numbers), so the two step different worlds.
+draws its own random numbers), so the two step different worlds. --record stores each Classic GPU
+row with craftax.cu's row of the same count as its peer.
 """
 
 import argparse
@@ -224,8 +225,6 @@ def main():
     args = parser.parse_args()
     if args.peer_craftax_cu and not args.classic:
         parser.error("--peer-craftax-cu times craftax.cu's Classic env: give --classic too")
-    if args.classic and args.record:
-        parser.error("--record stores the full game's rows; Classic's are printed only")
 
     import torch
 
@@ -263,7 +262,8 @@ def main_classic(torch, args):
     from ocean.craftax_classic import CraftaxClassic
 
     peer = build_classic_peer(torch, args.peer_craftax_cu) if args.peer_craftax_cu else None
-    rows = []
+    rows, records = [], []
+    machine = results.this_machine(gpu=torch.cuda.get_device_name())
     for count in [int(c) for c in args.counts.split(",")]:
         rate, note = bench_classic_gpu(torch, count, args.seconds, args.kernels, args.envs_per_warp)
         torch.cuda.empty_cache()
@@ -275,6 +275,11 @@ def main_classic(torch, args):
             print(rows[-1], flush=True)
             if rate is not None and theirs is not None:
                 print(f"  {count:,} envs: ours / theirs = {rate / theirs:.3f}", flush=True)
+        if rate is not None:
+            peer_row = {"what": f"craftax.cu craftax_classic, {their_note}", "value": theirs} if peer and theirs else None
+            records.append(results.measurement(
+                "craftax-gpu", "CraftaxClassicGPU", f"{count:,} envs, symbolic observations, no reset pool", rate,
+                "steps/s", peer=peer_row, machine=machine, note=note))
     if args.cpu_envs:
         rate, note = bench_cpu(CraftaxClassic, args.cpu_envs, None, args.seconds, CLASSIC_ACTIONS)
         rows.append(("C env CraftaxClassic", args.cpu_envs, rate, note))
@@ -283,6 +288,8 @@ def main_classic(torch, args):
     for name, count, rate, note in rows:
         shown = "-" if rate is None else f"{rate / 1e6:.2f}M"
         print(f"| {name} | {count:,} | {shown} | {note} |")
+    if args.record:
+        print(f"\n{len(records)} records stored in {results.record(records, args.record)}")
 
 
 def build_classic_peer(torch, checkout):

@@ -35,22 +35,26 @@ CRAFTAX_FN void classic_observe_mobs(float* obs, const int32_t (*position)[2], c
     }
 }
 
-CRAFTAX_FN void classic_observe(const ClassicState* s, float* obs) {
-    memset(obs, 0, CLASSIC_OBS_SIZE * sizeof(float));
+// The block one-hot of view cell (vr, vc); obs starts zeroed. Block and mob channels are apart,
+// so cells and mobs may be written in any order: the device writes an env's cells from many threads.
+CRAFTAX_FN void classic_observe_cell(const ClassicState* s, int vr, int vc, float* obs) {
+    int r = s->player_position[0] - CLASSIC_VIEW_ROWS / 2 + vr, c = s->player_position[1] - CLASSIC_VIEW_COLS / 2 + vc;
+    int in_map = r >= 0 && r < CLASSIC_MAP_SIZE && c >= 0 && c < CLASSIC_MAP_SIZE;
+    int block = in_map ? s->map[r][c] : CB_OUT_OF_BOUNDS;
+    obs[(vr * CLASSIC_VIEW_COLS + vc) * CLASSIC_VIEW_CHANNELS + block] = 1.0f;
+}
+
+// Every mob kind's channel, in the reference's order (a later mob's write wins); obs starts zeroed.
+CRAFTAX_FN void classic_observe_all_mobs(const ClassicState* s, float* obs) {
     const int32_t* player = s->player_position;
-    for (int vr = 0; vr < CLASSIC_VIEW_ROWS; vr++) {
-        for (int vc = 0; vc < CLASSIC_VIEW_COLS; vc++) {
-            int r = player[0] - CLASSIC_VIEW_ROWS / 2 + vr, c = player[1] - CLASSIC_VIEW_COLS / 2 + vc;
-            int in_map = r >= 0 && r < CLASSIC_MAP_SIZE && c >= 0 && c < CLASSIC_MAP_SIZE;
-            int block = in_map ? s->map[r][c] : CB_OUT_OF_BOUNDS;
-            obs[(vr * CLASSIC_VIEW_COLS + vc) * CLASSIC_VIEW_CHANNELS + block] = 1.0f;
-        }
-    }
     classic_observe_mobs(obs, s->zombies.position, s->zombies.mask, CLASSIC_MAX_ZOMBIES, 0, player);
     classic_observe_mobs(obs, s->cows.position, s->cows.mask, CLASSIC_MAX_COWS, 1, player);
     classic_observe_mobs(obs, s->skeletons.position, s->skeletons.mask, CLASSIC_MAX_SKELETONS, 2, player);
     classic_observe_mobs(obs, s->arrows.position, s->arrows.mask, CLASSIC_MAX_ARROWS, 3, player);
+}
 
+// The values after the view: inventory, intrinsics, direction, light and sleeping; obs starts zeroed.
+CRAFTAX_FN void classic_observe_status(const ClassicState* s, float* obs) {
     float* rest = obs + CLASSIC_VIEW_ROWS * CLASSIC_VIEW_COLS * CLASSIC_VIEW_CHANNELS;
     const int32_t* items = &s->inventory.wood;
     for (int i = 0; i < CLASSIC_INVENTORY_ITEMS; i++) rest[i] = classic_tenth(items[i]);
@@ -63,4 +67,13 @@ CRAFTAX_FN void classic_observe(const ClassicState* s, float* obs) {
     if (s->player_direction >= 1 && s->player_direction <= 4) rest[s->player_direction - 1] = 1.0f;
     rest[4] = classic_observed_light_level(s->timestep);
     rest[5] = (float)s->is_sleeping;
+}
+
+CRAFTAX_FN void classic_observe(const ClassicState* s, float* obs) {
+    memset(obs, 0, CLASSIC_OBS_SIZE * sizeof(float));
+    for (int vr = 0; vr < CLASSIC_VIEW_ROWS; vr++) {
+        for (int vc = 0; vc < CLASSIC_VIEW_COLS; vc++) classic_observe_cell(s, vr, vc, obs);
+    }
+    classic_observe_all_mobs(s, obs);
+    classic_observe_status(s, obs);
 }

@@ -26,8 +26,8 @@
 // whose paths diverge steps sooner with fewer envs per warp. A game that needs more of the GPU
 // than this (lanes that share work, kernels of its own between the step and the reset) writes its
 // own kernels from this file's parts (vec_gpu_step_lane, vec_gpu_lend_scratch, vec_gpu_reset_done,
-// vec_gpu_seed) and launches them instead of vec_gpu_reset and vec_gpu_step, as Craftax does
-// (ocean/craftax/device_kernels.cuh).
+// vec_gpu_seed, vec_gpu_step_envs) and launches them instead of vec_gpu_reset and vec_gpu_step, as
+// Craftax does (ocean/craftax/device_kernels.cuh) and Craftax-Classic does for its reset.
 //
 // Actions come from the caller's device buffer (int32 or int64), are checked against the action
 // space on the device and copied into the env's int32 actions buffer. An env given an action
@@ -366,16 +366,23 @@ static cudaError_t vec_gpu_reset(VecGpu* vec, uint64_t seed, cudaStream_t stream
     return cudaGetLastError();
 }
 
+// The step kernel alone, for a game whose own reset kernel follows it.
 // actions: device, num_envs * agents_per_env * action_dims values, int64 when actions_are_int64.
 template <typename E = Env>
-static cudaError_t vec_gpu_step(VecGpu* vec, const void* actions, int actions_are_int64, cudaStream_t stream) {
+static cudaError_t vec_gpu_step_envs(VecGpu* vec, const void* actions, int actions_are_int64, cudaStream_t stream) {
     unsigned blocks = vec_gpu_blocks(vec_gpu_step_threads(vec), vec->step_block);
     if (actions_are_int64) {
         vec_gpu_step_kernel<long long, E><<<blocks, vec->step_block, 0, stream>>>(*vec, (const long long*)actions);
     } else {
         vec_gpu_step_kernel<int, E><<<blocks, vec->step_block, 0, stream>>>(*vec, (const int*)actions);
     }
-    VEC_GPU_CHECK(cudaGetLastError());
+    return cudaGetLastError();
+}
+
+// The step kernel, then the resets it made due.
+template <typename E = Env>
+static cudaError_t vec_gpu_step(VecGpu* vec, const void* actions, int actions_are_int64, cudaStream_t stream) {
+    VEC_GPU_CHECK(vec_gpu_step_envs<E>(vec, actions, actions_are_int64, stream));
     vec_gpu_reset_kernel<E><<<vec_gpu_blocks(vec->reset_threads, vec->reset_block), vec->reset_block, 0, stream>>>(*vec);
     return cudaGetLastError();
 }

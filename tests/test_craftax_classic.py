@@ -4,6 +4,7 @@ symbolic observation, whole states compared bit for bit; and the Ocean env's key
 bad input without the reference."""
 
 import importlib.util
+import io
 import sys
 from pathlib import Path
 
@@ -12,6 +13,8 @@ import pytest
 from conftest import unavailable
 
 import ocean
+import ocean.craftax_classic as classic
+from ocean.craftax import binding as craftax_binding
 from ocean.craftax_classic import CraftaxClassic, binding, parity
 from ocean.craftax_classic.state_view import STATE_DTYPE, state_fields
 from pufferlib.exceptions import ParameterError
@@ -102,6 +105,111 @@ def test_saved_state_continues_the_same_steps():
     resumed.close()
 
 
+def test_reset_pool_worlds_are_the_worlds_of_the_pools_keys():
+    """World j of a pool of size n with seed s is the world generated from split(PRNGKey(s), n)[j],
+    whatever the thread count; envs built with the same size and seed share one read-only pool."""
+    pool = binding.make_reset_pool(20, 3, 1).reshape(20, binding.STATE_BYTES)
+    for j in range(20):
+        assert np.array_equal(pool[j], binding.World(binding.split(seed_key(3), j)).state_bytes()), j
+    assert np.array_equal(binding.make_reset_pool(20, 3, 4).reshape(20, -1), pool)
+    assert not np.array_equal(binding.make_reset_pool(20, 4, 1).reshape(20, -1), pool)
+    shared = classic.reset_pool(20, 3, 2)
+    assert shared is classic.reset_pool(20, 3, 1) and not shared.flags.writeable
+    assert np.array_equal(shared.reshape(20, -1), pool)
+
+
+def pool_world_of(pool, world_key):
+    """The pool world a reset with ``world_key`` copies: random_bits_at(world_key, 0) % size."""
+    index = int(craftax_binding.bits(world_key, 1)[0]) % len(pool)
+    return pool[index], index
+
+
+def test_resets_copy_the_pool_world_their_world_key_picks():
+    """With a pool the key chain is the reference's: env i seeded with s starts from the pool world
+    that split(PRNGKey(s + i))[1] picks and steps with rng, key = split(rng); the step that ends an
+    episode resets to the pool world that split(step_key)[1] picks. Modelled with Worlds whose
+    state is replaced by the picked pool world at each reset."""
+    size, num_envs = 5, 8
+    pool = classic.reset_pool(size, 9, 1).reshape(size, binding.STATE_BYTES)
+    env = CraftaxClassic(num_envs=num_envs, reset_pool_size=size, reset_pool_seed=9)
+    observations, _ = env.reset(seed=40)
+    worlds, chains, picked = [], [], set()
+    for i in range(num_envs):
+        world = binding.World(seed_key(0))
+        state, index = pool_world_of(pool, binding.split(seed_key(40 + i), 1))
+        world.load_state_bytes(state.tobytes())
+        worlds.append(world)
+        chains.append(binding.split(seed_key(40 + i), 0))
+        picked.add(index)
+        assert np.array_equal(observations[i], world.observation())
+    actions = np.random.default_rng(4)
+    finished = 0
+    for _ in range(400):
+        action = actions.integers(0, 17, size=num_envs).astype(np.int32)
+        observations, rewards, terminals, truncations, _ = env.step(action)
+        for i, world in enumerate(worlds):
+            step_key = binding.split(chains[i], 1)
+            chains[i] = binding.split(chains[i], 0)
+            reward, done = world.step(step_key, int(action[i]))
+            if done:
+                state, index = pool_world_of(pool, binding.split(step_key, 1))
+                world.load_state_bytes(state.tobytes())
+                picked.add(index)
+                finished += 1
+            assert np.array_equal(binding.env_state_bytes(env.c_envs, i), world.state_bytes())
+            assert np.array_equal(observations[i], world.observation())
+            assert rewards[i] == np.float32(reward) and bool(terminals[i] or truncations[i]) == done
+    assert finished > 0, "random play should end some episodes in 400 steps"
+    assert len(picked) > 1, "resets should pick different pool worlds"
+    env.close()
+
+
+def test_a_checkpoint_with_a_reset_pool_resumes_with_this_processs_pool():
+    """A checkpoint holds the pool's size and seed (plain values, as the trainer reads them), not its
+    memory: the resumed envs reset from their own pool, never through the saving envs' pointer."""
+    torch = pytest.importorskip("torch")
+    actions = np.random.default_rng(6).integers(0, 17, size=(400, 8)).astype(np.int32)
+    env = CraftaxClassic(num_envs=8, reset_pool_size=3, reset_pool_seed=2, log_interval=10**9)
+    env.reset(seed=5)
+    for action in actions[:50]:
+        env.step(action)
+    checkpoint = io.BytesIO()
+    torch.save(env.get_state(), checkpoint)
+    checkpoint.seek(0)
+    saved = torch.load(checkpoint, weights_only=True)
+    assert saved["params"] == dict(reset_pool_size=3, reset_pool_seed=2)
+    later = []
+    for action in actions[50:]:
+        later.append([array.copy() for array in env.step(action)[:4]])
+    assert sum(int(np.count_nonzero(t | u)) for _, _, t, u in later) > 0, "the continuation must cross resets"
+    classic._last_pool.clear()  # the resumed envs get a pool of their own, at another address
+    resumed = CraftaxClassic(num_envs=8, reset_pool_size=3, reset_pool_seed=2, log_interval=10**9)
+    assert resumed._reset_pool is not env._reset_pool
+    # The saving envs' pool garbled: reading it through the saved pointer would show.
+    env._reset_pool.flags.writeable = True
+    env._reset_pool[:] = 0xA5
+    resumed.set_state(saved)
+    for step, (action, expected) in enumerate(zip(actions[50:], later)):
+        for got, want in zip(resumed.step(action)[:4], expected):
+            assert np.array_equal(got, want), f"step {50 + step}"
+    assert resumed.log() == env.log() is not None
+    with pytest.raises(ValueError, match="saved state is of"):
+        CraftaxClassic(num_envs=8).set_state(saved)
+    env.close()
+    resumed.close()
+
+
+@pytest.mark.parametrize("params, message", [
+    (dict(reset_pool_size=-1), "reset_pool_size must be between 0 and 65536, got -1"),
+    (dict(reset_pool_size=1 << 17), "reset_pool_size must be between 0 and 65536, got 131072"),
+    (dict(reset_pool_size=2.5), "reset_pool_size must be an integer, got 2.5"),
+    (dict(reset_pool_size=4, reset_pool_seed=-3), "reset_pool_seed must be between 0 and 2147483647, got -3"),
+])
+def test_bad_reset_pools_are_refused_with_the_valid_range(params, message):
+    with pytest.raises(ParameterError, match=message):
+        CraftaxClassic(num_envs=2, **params)
+
+
 def test_bad_input_is_refused_with_the_valid_range():
     with pytest.raises(ParameterError, match="num_envs"):
         CraftaxClassic(num_envs=0)
@@ -110,6 +218,8 @@ def test_bad_input_is_refused_with_the_valid_range():
         world.step(seed_key(1), 17)
     with pytest.raises(ValueError, match="bytes"):
         world.load_state_bytes(b"\x00" * 10)
+    with pytest.raises(ValueError, match="reset pool size must be >= 1, got 0"):
+        binding.make_reset_pool(0, 1)
 
 
 def test_render_shows_the_view_and_inventory():

@@ -71,13 +71,13 @@ def test_the_library_compiles_without_warnings(compiled):
 
 @pytest.mark.slow
 def test_step_kernels_keep_a_small_stack_frame(compiled):
-    """The step leaves world generation (and its 100 KB of scratch) to the reset, which the vecenv
-    lends scratch memory: every resident thread reserves the largest frame of any kernel, so the
-    step's must stay a few KB, and the reset's must not hold the scratch either."""
+    """The step leaves world generation (and its 100 KB of scratch) to Classic's reset kernel, which
+    the vecenv lends scratch memory: every resident thread reserves the largest frame of any kernel,
+    so the step's must stay a few KB, and the reset's must not hold the scratch either."""
     assert compiled.returncode == 0, compiled.stderr
     frames = stack_frames(compiled.stderr)
     steps = {name: size for name, size in frames.items() if name.startswith("_Z19vec_gpu_step_kernel")}
-    resets = {name: size for name, size in frames.items() if name.startswith("_Z20vec_gpu_reset_kernel")}
+    resets = {name: size for name, size in frames.items() if name.startswith("_Z20classic_reset_kernel")}
     assert len(steps) == 2 and len(resets) == 1, sorted(frames)
     assert max(steps.values()) <= 2048, steps
     assert max(resets.values()) <= 8192, resets
@@ -95,8 +95,13 @@ def test_bad_counts_and_parameters_are_rejected_before_the_gpu():
         gpu.CraftaxClassicGPU(64, envs_per_warp=3)
     with pytest.raises(ParameterError, match="log_interval must be >= 1, got 0"):
         gpu.CraftaxClassicGPU(64, log_interval=0)
-    with pytest.raises(UnknownParameterError, match="'reset_pool_size'.*Valid: device, log_interval, envs_per_warp"):
-        gpu.CraftaxClassicGPU(64, reset_pool_size=8)
+    with pytest.raises(ParameterError, match="reset_pool_size must be between 0 and 65536, got -1"):
+        gpu.CraftaxClassicGPU(64, reset_pool_size=-1)
+    with pytest.raises(ParameterError, match="reset_pool_seed must be between 0 and 2147483647, got -1"):
+        gpu.CraftaxClassicGPU(64, reset_pool_size=8, reset_pool_seed=-1)
+    with pytest.raises(UnknownParameterError,
+                       match="'reset_pool'.*Valid: reset_pool_size, reset_pool_seed, device, log_interval, envs_per_warp"):
+        gpu.CraftaxClassicGPU(64, reset_pool=8)
 
 
 def test_missing_cuda_library_names_the_fix(monkeypatch, tmp_path):
@@ -133,10 +138,11 @@ def torch():
     return torch
 
 
-def make_pair(num_envs, seed, envs_per_warp=8):
+def make_pair(num_envs, seed, envs_per_warp=8, pool_size=0):
     # The CPU env's step() would consume its logs every log_interval steps; the tests read them.
-    cpu_env = CraftaxClassic(num_envs=num_envs, num_threads=os.cpu_count() or 1, log_interval=2**31 - 1)
-    gpu_env = gpu.CraftaxClassicGPU(num_envs, envs_per_warp=envs_per_warp)
+    cpu_env = CraftaxClassic(num_envs=num_envs, reset_pool_size=pool_size, reset_pool_seed=7,
+                             num_threads=os.cpu_count() or 1, log_interval=2**31 - 1)
+    gpu_env = gpu.CraftaxClassicGPU(num_envs, reset_pool_size=pool_size, reset_pool_seed=7, envs_per_warp=envs_per_warp)
     cpu_env.reset(seed=seed)
     gpu_env.reset(seed=seed)
     return cpu_env, gpu_env
@@ -166,10 +172,10 @@ def assert_same_states(cpu_env, gpu_env, step, indices):
             pytest.fail(f"step {step}: env {index}'s state differs in {fields}")
 
 
-def assert_parity(torch, num_envs, steps, seed, envs_per_warp=8, state_every=50):
-    """Random actions from the same seeds on both envs: every buffer after every step, and whole
-    states every ``state_every`` steps, equal bit for bit, through episodes that end."""
-    cpu_env, gpu_env = make_pair(num_envs, seed, envs_per_warp)
+def assert_parity(torch, num_envs, steps, seed, envs_per_warp=8, state_every=50, pool_size=0):
+    """Random actions from the same seeds (and reset pool) on both envs: every buffer after every
+    step, and whole states every ``state_every`` steps, equal bit for bit, through episodes that end."""
+    cpu_env, gpu_env = make_pair(num_envs, seed, envs_per_warp, pool_size)
     rng = np.random.default_rng(seed)
     assert_same(cpu_env, gpu_env, 0)
     assert_same_states(cpu_env, gpu_env, 0, range(num_envs))
@@ -192,6 +198,14 @@ def assert_parity(torch, num_envs, steps, seed, envs_per_warp=8, state_every=50)
 @pytest.mark.parametrize("num_envs,steps,seed", [(256, 600, 0), (2048, 300, 1000), (100, 400, 7)])
 def test_gpu_env_matches_cpu_env_bitwise(torch, num_envs, steps, seed):
     assert_parity(torch, num_envs, steps, seed)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("num_envs,steps,seed", [(2048, 300, 21), (100, 400, 8)])
+def test_gpu_env_with_a_reset_pool_matches_cpu_env_bitwise(torch, num_envs, steps, seed):
+    """Resets copy pool worlds, a warp's lanes together (100 envs: the last warp part empty); the
+    pool is the CPU env's, generated on the host and uploaded."""
+    assert_parity(torch, num_envs, steps, seed, pool_size=64)
 
 
 @pytest.mark.gpu

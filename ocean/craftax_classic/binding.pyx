@@ -3,6 +3,7 @@ import numpy as np
 from libc.stdint cimport uint8_t, uint32_t, int32_t, uint64_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
+from cython.parallel cimport prange
 
 cdef extern from "worldgen.h":
     ctypedef struct Key:
@@ -110,8 +111,11 @@ cdef extern from "craftax_classic.h":
         float make_iron_pickaxe
         float make_iron_sword
     ctypedef struct Env "CraftaxClassic":
+        int reset_pool_size
+        const ClassicState* reset_pool
         ClassicState state
         ClassicState* final_state
+    void c_generate_reset_pool "generate_reset_pool"(ClassicState* pool, int first, int last, int pool_size, uint64_t pool_seed) nogil
 
 cdef extern from *:
     "#define Env CraftaxClassic"
@@ -119,10 +123,48 @@ cdef extern from *:
 OBS_SIZE = CLASSIC_OBS_SIZE
 
 
-cdef int configure(Env* env, dict params) except -1:
+def make_reset_pool(int size, uint64_t seed, int num_threads=1):
+    """`size` worlds for reset pools, generated from split(PRNGKey(seed), size), as bytes."""
+    if size < 1:
+        raise ValueError(f"reset pool size must be >= 1, got {size}")
+    cdef cnp.ndarray[cnp.uint8_t, ndim=1] pool = np.empty(size * sizeof(ClassicState), dtype=np.uint8)
+    cdef ClassicState* worlds = <ClassicState*>cnp.PyArray_DATA(pool)
+    cdef int chunk = 8
+    cdef int first
+    for first in prange(0, size, chunk, nogil=True, num_threads=max(num_threads, 1), schedule="dynamic"):
+        c_generate_reset_pool(worlds, first, first + chunk, size, seed)
+    return pool
+
+
+cdef int point_at_pool(Env* env, pool) except -1:
+    """The env resets from `pool` (make_reset_pool's bytes, kept alive by the caller), or generates
+    its worlds when it is None."""
+    if pool is None:
+        env.reset_pool_size = 0
+        env.reset_pool = NULL
+        return 0
+    cdef cnp.ndarray data = pool
+    if (data.dtype != np.uint8 or data.ndim != 1 or not data.flags.c_contiguous or data.shape[0] == 0
+            or data.shape[0] % sizeof(ClassicState) != 0):
+        raise ValueError(f"a reset pool is make_reset_pool's bytes: whole Craftax-Classic states of {sizeof(ClassicState)} "
+                         f"bytes in one contiguous uint8 array, got {data.dtype} {(<object>data).shape}")
+    env.reset_pool_size = data.shape[0] // sizeof(ClassicState)
+    env.reset_pool = <const ClassicState*>cnp.PyArray_DATA(data)
     return 0
 
+
+cdef int configure(Env* env, dict params) except -1:
+    return point_at_pool(env, params["reset_pool"])
+
 include "vecenv.pxi"
+
+
+def bind_reset_pool(CVecEnv envs, pool):
+    """Points every env at `pool` again (None: no pool), after a checkpoint's bytes replaced their
+    structs and the saving process's pointer with them."""
+    cdef int i
+    for i in range(envs.vec.num_envs):
+        point_at_pool(&envs.vec.envs[i], pool)
 
 
 def env_state_bytes(CVecEnv vecenv, int index):

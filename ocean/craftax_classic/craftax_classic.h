@@ -7,6 +7,11 @@
 // second half (split(step_key)[1]) generates the next episode's world. The step that ends an
 // episode leaves that key to c_reset, which generates the world: the step needs none of world
 // generation's scratch memory. The state lives in the env's struct, so checkpoints save it whole.
+//
+// Reset pools (opt-in), as the full game's (ocean/craftax/craftax.h): a reset copies one of
+// `reset_pool_size` worlds generated up front (world j from split(PRNGKey(reset_pool_seed),
+// reset_pool_size)[j]), picked by the world key, instead of generating one. The key chain is the
+// same either way. Off for parity: pooled episodes do not match the reference's.
 #pragma once
 #include <stddef.h>
 #include <stdio.h>
@@ -58,6 +63,8 @@ typedef struct {
     Key key;            // the key chain the steps split from
     Key world_key;      // the next episode's world key, left by the step that ended the episode
     int has_world_key;  // c_reset generates from world_key, not from the seed
+    int reset_pool_size;              // 0: every reset generates its world
+    const ClassicState* reset_pool;   // shared by every env, read-only; rebound after a checkpoint's bytes
     ClassicState state;
 #ifdef __CUDACC__
     // Lent by the device vecenv for the duration of each c_reset (ocean/vecenv_gpu.cuh); the host
@@ -88,21 +95,106 @@ CRAFTAX_FN Key classic_take_world_key(CraftaxClassic* env) {
     return key_split_at(root, 1);
 }
 
-CRAFTAX_FN void c_reset(CraftaxClassic* env) {
-    Key world_key = classic_take_world_key(env);
-#ifdef __CUDA_ARCH__
-    classic_generate_world(world_key, &env->state, env->reset_scratch);
-#else
+static ClassicScratch* classic_host_scratch(void) {
     ClassicScratch* scratch = (ClassicScratch*)malloc(sizeof(ClassicScratch));
     if (scratch == NULL) {
         fprintf(stderr, "craftax_classic: no memory for world generation's %zu bytes of scratch\n", sizeof(ClassicScratch));
         abort();
     }
+    return scratch;
+}
+
+// Generates reset pool world j for j in [first, last).
+static void generate_reset_pool(ClassicState* pool, int first, int last, int pool_size, uint64_t pool_seed) {
+    ClassicScratch* scratch = classic_host_scratch();
+    Key root = key_from_seed(pool_seed);
+    for (int j = first; j < last && j < pool_size; j++) classic_generate_world(key_split_at(root, (uint32_t)j), &pool[j], scratch);
+    free(scratch);
+}
+
+// The pool world a reset with this world key copies. The world key is the reference's reset key
+// (Classic's reset generates its world from the key it is given), so the pick is the full game's.
+CRAFTAX_FN const ClassicState* reset_pool_world(const CraftaxClassic* env, Key world_key) {
+    uint32_t j = random_bits_at(world_key, 0) % (uint32_t)env->reset_pool_size;
+    return &env->reset_pool[j];
+}
+
+CRAFTAX_FN void generate_reset_world(CraftaxClassic* env, Key world_key) {
+#ifdef __CUDA_ARCH__
+    classic_generate_world(world_key, &env->state, env->reset_scratch);
+#else
+    ClassicScratch* scratch = classic_host_scratch();
     classic_generate_world(world_key, &env->state, scratch);
     free(scratch);
 #endif
-    classic_observe(&env->state, env->observations);
 }
+
+CRAFTAX_FN void finish_reset(CraftaxClassic* env) { classic_observe(&env->state, env->observations); }
+
+CRAFTAX_FN void c_reset(CraftaxClassic* env) {
+    Key world_key = classic_take_world_key(env);
+    if (env->reset_pool_size > 0) {
+        memcpy(&env->state, reset_pool_world(env, world_key), sizeof(ClassicState));
+    } else {
+        generate_reset_world(env, world_key);
+    }
+    finish_reset(env);
+}
+
+#ifdef __CUDACC__
+// Copies pool worlds on the device. Called by all 32 lanes of a warp: src is the lane's pool
+// world, or NULL for a lane that has none to copy. The whole warp copies each lane's world in
+// turn, its loads and stores on consecutive words, so that the one or two lanes of a warp that
+// reset in a step do not copy 8.7 KB alone while the others wait. A state is not whole 16-byte
+// vectors (nor are the envs' structs), so the copy moves 4-byte words, IN_FLIGHT of them per lane
+// loaded before any is stored: a world is three round trips to memory, not one per word.
+__device__ static void copy_states_in_warp(ClassicState* dst, const ClassicState* src) {
+    enum {
+        WORDS = sizeof(ClassicState) / sizeof(uint32_t),
+        LANES = 32,
+        IN_FLIGHT = 24,
+        ROUND = IN_FLIGHT * LANES,
+    };
+    CRAFTAX_STATIC_ASSERT(sizeof(ClassicState) % sizeof(uint32_t) == 0, "ClassicState is whole 4-byte words");
+    const unsigned warp = 0xFFFFFFFFu;
+    unsigned lane = threadIdx.x % LANES;
+    for (unsigned pending = __ballot_sync(warp, src != NULL); pending != 0; pending &= pending - 1u) {
+        int owner = __ffs(pending) - 1;
+        uint32_t* to = (uint32_t*)__shfl_sync(warp, (unsigned long long)dst, owner);
+        const uint32_t* from = (const uint32_t*)__shfl_sync(warp, (unsigned long long)src, owner);
+        for (unsigned first = 0; first < WORDS; first += ROUND) {
+            uint32_t batch[IN_FLIGHT];
+#pragma unroll
+            for (int u = 0; u < IN_FLIGHT; u++) {
+                unsigned k = first + u * LANES + lane;
+                if (k < WORDS) batch[u] = from[k];
+            }
+#pragma unroll
+            for (int u = 0; u < IN_FLIGHT; u++) {
+                unsigned k = first + u * LANES + lane;
+                if (k < WORDS) to[k] = batch[u];
+            }
+        }
+    }
+    __syncwarp(warp);
+}
+
+// c_reset made by all 32 lanes of a warp together (craftax_classic_gpu.cu's reset kernel), so that
+// every lane helps copy the pool worlds of the few that reset; resetting: whether this lane's env
+// does. Without a pool each resetting lane generates its own world, as c_reset does.
+__device__ static void c_reset_warp(CraftaxClassic* env, int resetting) {
+    Key world_key = {{0, 0}};
+    const ClassicState* pool_world = NULL;
+    if (resetting) {
+        world_key = classic_take_world_key(env);
+        if (env->reset_pool_size > 0) pool_world = reset_pool_world(env, world_key);
+    }
+    copy_states_in_warp(&env->state, pool_world);
+    if (!resetting) return;
+    if (pool_world == NULL) generate_reset_world(env, world_key);
+    finish_reset(env);
+}
+#endif
 
 CRAFTAX_FN void log_episode(CraftaxClassic* env, int died) {
     float unlocked = 0.0f;

@@ -1,5 +1,6 @@
 // The GPU-resident Craftax-Classic env: the Ocean env of craftax_classic.h stepped by the generic
-// device vecenv (ocean/vecenv_gpu.cuh), one thread per env, its kernels as they are. Built by
+// device vecenv (ocean/vecenv_gpu.cuh), one thread per env: its step kernel as it is, and a reset
+// kernel of its own (classic_reset_kernel) in which a warp's lanes copy reset pool worlds together. Built by
 // setup.py into ocean/craftax_classic/libcraftax_classic_gpu.so and driven through ctypes by
 // ocean/craftax_classic/gpu.py with raw device pointers of torch tensors and the caller's stream:
 // no torch headers, cudart linked statically.
@@ -95,10 +96,39 @@ CRAFTAX_FN float classic_reference_sinf(float x) {
 // World generation's prefix sum recurses, so the compiler cannot size the threads' stacks: each
 // gets the larger of the step and reset kernels' frames and this much for the calls below it.
 #define DEVICE_CALL_STACK_BYTES 4096
-// Worlds generated at once: each reset kernel thread generates in a ClassicScratch of its own
-// (about 100 KB of device memory), for the envs i, i + buffers, ... that reset.
+// Worlds generated at once without a reset pool: each reset kernel thread generates in a
+// ClassicScratch of its own (about 100 KB of device memory), for the envs i, i + buffers, ... that reset.
 #define RESET_SCRATCH_BUFFERS 8192
+static_assert(RESET_SCRATCH_BUFFERS % VEC_GPU_WARP == 0, "classic_reset_kernel's warps take whole warps of envs");
 #define MAX_DEVICES 64
+
+// Resets the envs whose episode ended, 32 envs to a warp: every lane of a warp in which some env
+// resets calls c_reset_warp, saying whether its own env does, so that the whole warp copies the
+// pool worlds of the few that reset (without a pool, each generates its own). The launch covers
+// reset_threads with whole warps, and thread t resets the envs t, t + stride, ... that are due,
+// the stride being reset_threads rounded up to whole warps. reset_threads is num_envs (one pass)
+// or RESET_SCRATCH_BUFFERS, whole warps: either way thread t < reset_threads, and with scratch it
+// lends its own buffer to each env it resets.
+__global__ void classic_reset_kernel(VecGpu vec) {
+    int thread = blockIdx.x * blockDim.x + threadIdx.x;
+    int lane = thread % VEC_GPU_WARP;
+    int stride = (vec.reset_threads + VEC_GPU_WARP - 1) / VEC_GPU_WARP * VEC_GPU_WARP;
+    if (thread - lane >= stride) return;  // the whole warp: its envs are another warp's
+    for (int first = thread - lane; first < vec.num_envs; first += stride) {
+        int i = first + lane;
+        int resetting = i < vec.num_envs && vec.ended[i];
+        if (__ballot_sync(0xFFFFFFFFu, resetting) == 0) continue;
+        CraftaxClassic* env = &vec.envs[resetting ? i : first];
+        if (resetting) vec_gpu_lend_scratch(vec, env, thread);
+        c_reset_warp(env, resetting);
+        if (resetting) vec_gpu_reset_done(vec, env, i);
+    }
+}
+
+static cudaError_t classic_reset_due(VecGpu* vec, cudaStream_t stream) {
+    classic_reset_kernel<<<vec_gpu_blocks(vec->reset_threads, vec->reset_block), vec->reset_block, 0, stream>>>(*vec);
+    return cudaGetLastError();
+}
 
 typedef struct {
     ClassicTrig tables;
@@ -164,6 +194,7 @@ static cudaError_t upload_classic_trig(int device) {
 
 typedef struct {
     VecGpu* vec;
+    ClassicState* reset_pool;  // NULL without a pool
     int device;
 } ClassicGpu;
 
@@ -176,30 +207,48 @@ size_t craftax_classic_gpu_state_bytes(void) { return sizeof(ClassicState); }
 int craftax_classic_gpu_sum_count(void) { return VEC_GPU_SUMS; }
 int craftax_classic_gpu_obs_size(void) { return CLASSIC_OBS_SIZE; }
 
-// The buffers are device memory of num_envs entries (observations: CLASSIC_OBS_SIZE floats each).
-// envs_per_warp: of the step kernel, 1, 2, 4, ... 32.
-int craftax_classic_gpu_create(void** out, int device, int num_envs, float* observations, int* actions, float* rewards,
-                               unsigned char* terminals, unsigned char* truncations, int envs_per_warp) {
+// pool: reset_pool_size worlds (the CPU binding's make_reset_pool bytes) on the host, or NULL, uploaded
+// here; the buffers are device memory of num_envs entries (observations: CLASSIC_OBS_SIZE floats
+// each). envs_per_warp: of the step kernel, 1, 2, 4, ... 32.
+int craftax_classic_gpu_create(void** out, int device, int num_envs, const void* pool, int reset_pool_size,
+                               float* observations, int* actions, float* rewards, unsigned char* terminals,
+                               unsigned char* truncations, int envs_per_warp) {
     *out = NULL;
-    if (num_envs <= 0 || device < 0 || device >= MAX_DEVICES) return cudaErrorInvalidValue;
+    if (num_envs <= 0 || device < 0 || device >= MAX_DEVICES || reset_pool_size < 0 || (reset_pool_size > 0) != (pool != NULL)) {
+        return cudaErrorInvalidValue;
+    }
     VEC_GPU_CHECK(cudaSetDevice(device));
     VEC_GPU_CHECK(upload_classic_trig(device));
     cudaFuncAttributes step_kernel, reset_kernel;
     VEC_GPU_CHECK(cudaFuncGetAttributes(&step_kernel, vec_gpu_step_kernel<long long, CraftaxClassic>));
-    VEC_GPU_CHECK(cudaFuncGetAttributes(&reset_kernel, vec_gpu_reset_kernel<CraftaxClassic>));
+    VEC_GPU_CHECK(cudaFuncGetAttributes(&reset_kernel, classic_reset_kernel));
     size_t frame_bytes = std::max(step_kernel.localSizeBytes, reset_kernel.localSizeBytes);
     size_t stack_bytes = 0, needed_bytes = frame_bytes + DEVICE_CALL_STACK_BYTES;
     VEC_GPU_CHECK(cudaDeviceGetLimit(&stack_bytes, cudaLimitStackSize));
     if (stack_bytes < needed_bytes) VEC_GPU_CHECK(cudaDeviceSetLimit(cudaLimitStackSize, needed_bytes));
     ClassicGpu* env = (ClassicGpu*)calloc(1, sizeof(ClassicGpu));
     env->device = device;
-    CraftaxClassic* host_envs = (CraftaxClassic*)calloc((size_t)num_envs, sizeof(CraftaxClassic));
-    const int nvec[1] = {CLASSIC_NUM_ACTIONS};
-    cudaError_t status = vec_gpu_create(&env->vec, host_envs, num_envs, 1, nvec, 1, (char*)observations,
-                                        CLASSIC_OBS_SIZE * sizeof(float), actions, rewards, terminals, truncations,
-                                        RESET_SCRATCH_BUFFERS, sizeof(ClassicScratch), envs_per_warp);
-    free(host_envs);
+    cudaError_t status = cudaSuccess;
+    if (reset_pool_size > 0) {
+        size_t pool_bytes = sizeof(ClassicState) * (size_t)reset_pool_size;
+        status = cudaMalloc((void**)&env->reset_pool, pool_bytes);
+        if (status == cudaSuccess) status = cudaMemcpy(env->reset_pool, pool, pool_bytes, cudaMemcpyHostToDevice);
+    }
+    if (status == cudaSuccess) {
+        CraftaxClassic* host_envs = (CraftaxClassic*)calloc((size_t)num_envs, sizeof(CraftaxClassic));
+        for (int i = 0; i < num_envs; i++) {
+            host_envs[i].reset_pool_size = reset_pool_size;
+            host_envs[i].reset_pool = env->reset_pool;
+        }
+        const int nvec[1] = {CLASSIC_NUM_ACTIONS};
+        // A pool's resets copy worlds: no scratch to lend.
+        status = vec_gpu_create(&env->vec, host_envs, num_envs, 1, nvec, 1, (char*)observations,
+                                CLASSIC_OBS_SIZE * sizeof(float), actions, rewards, terminals, truncations,
+                                reset_pool_size > 0 ? 0 : RESET_SCRATCH_BUFFERS, sizeof(ClassicScratch), envs_per_warp);
+        free(host_envs);
+    }
     if (status != cudaSuccess) {
+        cudaFree(env->reset_pool);
         free(env);
         return status;
     }
@@ -210,13 +259,15 @@ int craftax_classic_gpu_create(void** out, int device, int num_envs, float* obse
 int craftax_classic_gpu_reset(void* handle, uint64_t seed, void* stream) {
     ClassicGpu* env = (ClassicGpu*)handle;
     VEC_GPU_CHECK(cudaSetDevice(env->device));
-    return vec_gpu_reset(env->vec, seed, (cudaStream_t)stream);
+    VEC_GPU_CHECK(vec_gpu_seed(env->vec, seed, (cudaStream_t)stream));
+    return classic_reset_due(env->vec, (cudaStream_t)stream);
 }
 
 int craftax_classic_gpu_step(void* handle, const void* actions, int actions_are_int64, void* stream) {
     ClassicGpu* env = (ClassicGpu*)handle;
     VEC_GPU_CHECK(cudaSetDevice(env->device));
-    return vec_gpu_step(env->vec, actions, actions_are_int64, (cudaStream_t)stream);
+    VEC_GPU_CHECK(vec_gpu_step_envs(env->vec, actions, actions_are_int64, (cudaStream_t)stream));
+    return classic_reset_due(env->vec, (cudaStream_t)stream);
 }
 
 // sums: craftax_classic_gpu_sum_count() floats; *bad_index is -1 when every action was valid.
@@ -241,6 +292,7 @@ void craftax_classic_gpu_destroy(void* handle) {
     cudaSetDevice(env->device);
     cudaDeviceSynchronize();
     vec_gpu_destroy(env->vec);
+    cudaFree(env->reset_pool);
     free(env);
 }
 

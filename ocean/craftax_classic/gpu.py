@@ -16,12 +16,13 @@ library (built by ``pip install`` / ``setup.py build_ext`` when nvcc is found).
 """
 
 import ctypes
+import os
 from pathlib import Path
 
 import gymnasium
 import numpy as np
 
-from ocean.craftax_classic import NUM_ACTIONS, binding
+from ocean.craftax_classic import NUM_ACTIONS, binding, reset_pool
 from ocean.craftax_classic.state_view import state_fields
 from ocean.env import check_int
 from ocean.gpu_env import DeviceEnv, declare_functions, import_torch_cuda
@@ -57,8 +58,8 @@ def load_library():
     lib.craftax_classic_gpu_state_bytes.restype = ctypes.c_size_t
     lib.craftax_classic_gpu_sum_count.restype = c_int
     lib.craftax_classic_gpu_obs_size.restype = c_int
-    lib.craftax_classic_gpu_create.argtypes = [ctypes.POINTER(c_void_p), c_int, c_int, c_void_p, c_void_p, c_void_p,
-                                               c_void_p, c_void_p, c_int]
+    lib.craftax_classic_gpu_create.argtypes = [ctypes.POINTER(c_void_p), c_int, c_int, c_void_p, c_int, c_void_p,
+                                               c_void_p, c_void_p, c_void_p, c_void_p, c_int]
     lib.craftax_classic_gpu_create.restype = c_int
     layout = {
         "game state bytes": (lib.craftax_classic_gpu_state_bytes(), binding.state_size()),
@@ -95,30 +96,42 @@ class CraftaxClassicGPU(DeviceEnv):
     32; the trajectories are the same whatever it is): a warp runs its envs' diverging paths one
     after another, so fewer envs per warp spend less of a step waiting on the others.
 
-    A step that ends an episode leaves the next world's key to the reset kernel, which generates
-    the worlds after the step, a thread per world, each in a ~100 KB buffer of device memory: at
-    most 8,192 buffers, so with more envs a thread generates those of envs i, i + 8,192, ... in
-    turn. The step kernel holds no world generation, so its threads' stacks stay small.
+    ``reset_pool_size`` / ``reset_pool_seed``: as the CPU env's (the pool is generated on the host
+    with all cores by the CPU env's function and uploaded once); the trajectories are the CPU
+    env's with the same pool.
+
+    A step that ends an episode leaves the next world's key to the reset kernel, which runs after
+    the step. With a pool, every lane of a warp in which an env resets helps copy its pool world.
+    Without one it generates the worlds, a thread per world, each in a ~100 KB buffer of device
+    memory: at most 8,192 buffers, so with more envs a thread generates those of envs i,
+    i + 8,192, ... in turn, and any env that resets holds the reset kernel for a whole world's
+    generation. The step kernel holds no world generation, so its threads' stacks stay small.
     """
 
     name = "puffer_craftax_classic"
     log_fields = LOG_FIELDS
 
-    def __init__(self, num_envs, device="cuda", log_interval=16, envs_per_warp=8, **params):
-        check_keywords(f"{type(self).__name__}()", params, ["device", "log_interval", "envs_per_warp"])
+    def __init__(self, num_envs, reset_pool_size=0, reset_pool_seed=0, device="cuda", log_interval=16, envs_per_warp=8,
+                 **params):
+        check_keywords(f"{type(self).__name__}()", params,
+                       ["reset_pool_size", "reset_pool_seed", "device", "log_interval", "envs_per_warp"])
         num_envs = check_int(self.name, "num_envs", num_envs, 1, 2**31 - 1)
         if envs_per_warp not in ENVS_PER_WARP or isinstance(envs_per_warp, bool):
             raise ParameterError(f"{self.name}: envs_per_warp must be one of {ENVS_PER_WARP}, got {envs_per_warp!r}")
+        reset_pool_size = check_int(self.name, "reset_pool_size", reset_pool_size, 0, 1 << 16)
+        reset_pool_seed = check_int(self.name, "reset_pool_seed", reset_pool_seed, 0, 2**31 - 1)
         log_interval = check_int(self.name, "log_interval", log_interval, 1)
         torch, device = import_torch_cuda(self.name, device, "ocean.craftax_classic.CraftaxClassic")
         self._start_buffers(torch, device, num_envs, log_interval, load_library(), "craftax_classic_gpu_")
         self.single_observation_space = gymnasium.spaces.Box(0.0, 1.0, (binding.OBS_SIZE,), np.float32)
         self.single_action_space = gymnasium.spaces.Discrete(NUM_ACTIONS)
         self.observations = torch.zeros((num_envs, binding.OBS_SIZE), dtype=torch.float32, device=self.device)
+        pool = reset_pool(reset_pool_size, reset_pool_seed, os.cpu_count() or 1) if reset_pool_size else None
         handle = ctypes.c_void_p()
         with torch.cuda.device(self.device):
             status = self._lib.craftax_classic_gpu_create(
-                ctypes.byref(handle), self.device.index, num_envs, self.observations.data_ptr(),
+                ctypes.byref(handle), self.device.index, num_envs, None if pool is None else pool.ctypes.data,
+                reset_pool_size, self.observations.data_ptr(),
                 self.actions.data_ptr(), self.rewards.data_ptr(), self.terminals.data_ptr(),
                 self.truncations.data_ptr(), envs_per_warp,
             )

@@ -2,7 +2,7 @@
 
 Usage: python scripts/bench_craftax_gpu.py [--counts 8192,65536,262144,655360] [--seconds 2]
            [--pool 1024] [--cpu-envs 4096] [--jax-envs 4096] [--kernels] [--envs-per-warp N]
-       python scripts/bench_craftax_gpu.py --classic [--counts ...] [--cpu-envs 4096]
+       python scripts/bench_craftax_gpu.py --classic [--counts ...] [--pool 1024] [--cpu-envs 4096]
            [--envs-per-warp N] [--peer-craftax-cu PATH]
 
 Rows: CraftaxGPU and CraftaxCompactGPU at each env count (counts that do not fit in the GPU's
@@ -16,14 +16,15 @@ the JAX reference, which has none. --kernels adds each GPU row's device time per
 --record stores each GPU row beside the C env of the same observation, and the JAX reference, as
 records (scripts/results.py) for BENCHMARKS.md.
 
---classic times Craftax-Classic instead, by the same method: CraftaxClassicGPU at each count
-(every world generated, as the reference: Classic has no reset pool) and the C env CraftaxClassic
-on every host core. With --peer-craftax-cu PATH (a checkout of github.com/Infatoshi/craftax.cu),
-its Classic CUDA env is built there as its Makefile builds it and its own `bench` (env-only,
-random actions, the 1,345-float observation: --obs-mode 0) runs at each count in the same run;
-each count prints ours / theirs. Its trajectories are not the reference's (its world generator
-draws its own random numbers), so the two step different worlds. --record stores each Classic GPU
-row with craftax.cu's row of the same count as its peer.
+--classic times Craftax-Classic instead, by the same method: CraftaxClassicGPU at each count and
+the C env CraftaxClassic on every host core, both with a reset pool of --pool worlds (--pool 0:
+every world generated, as the reference). With --peer-craftax-cu PATH (a checkout of
+github.com/Infatoshi/craftax.cu), its Classic CUDA env is built there as its Makefile builds it
+and its own `bench` (env-only, random actions, the 1,345-float observation: --obs-mode 0) runs at
+each count in the same run; each count prints ours / theirs. Its trajectories are not the
+reference's (its world generator draws its own random numbers), so the two step different worlds,
+and it generates every world it resets to: --pool 0 times ours doing the same. --record stores
+each Classic GPU row (its setting names the pool) with craftax.cu's row of the same count as its peer.
 """
 
 import argparse
@@ -47,8 +48,8 @@ CLASSIC_ACTIONS = 17
 
 
 def kernel_times(torch, run, steps=10):
-    """Device time per step of each env kernel (vec_gpu_*, craftax_*, the observation expansion) and of the
-    rest together (the action draws), from the torch profiler over `steps` steps."""
+    """Device time per step of each env kernel (vec_gpu_*, craftax_*, classic_*, the observation expansion)
+    and of the rest together (the action draws), from the torch profiler over `steps` steps."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as profiler:
@@ -57,7 +58,7 @@ def kernel_times(torch, run, steps=10):
     times = {}
     for event in profiler.key_averages():
         if event.self_device_time_total > 0:
-            match = re.search(r"(?:vec_gpu|craftax)_\w+|\w*observation\w*", event.key)
+            match = re.search(r"(?:vec_gpu|craftax|classic)_\w+|\w*observation\w*", event.key)
             name = match.group(0) if match else "other"
             times[name] = times.get(name, 0.0) + event.self_device_time_total / steps
     return ", ".join(f"{name} {us:,.0f} us" for name, us in sorted(times.items(), key=lambda item: -item[1]))
@@ -73,7 +74,7 @@ def bench_gpu(torch, env_class, num_envs, pool, seconds, kernels=False, envs_per
     return time_gpu_env(torch, env, craftax.NUM_ACTIONS, seconds, kernels)
 
 
-def bench_classic_gpu(torch, num_envs, seconds, kernels=False, envs_per_warp=None):
+def bench_classic_gpu(torch, num_envs, pool, seconds, kernels=False, envs_per_warp=None):
     from ocean.craftax_classic import binding as classic_binding
     from ocean.craftax_classic.gpu import CraftaxClassicGPU
 
@@ -81,7 +82,8 @@ def bench_classic_gpu(torch, num_envs, seconds, kernels=False, envs_per_warp=Non
     free, _ = torch.cuda.mem_get_info()
     if needed > free * 0.95:
         return None, f"does not fit: needs {needed / 2**30:.1f} GiB, {free / 2**30:.1f} GiB free"
-    env = CraftaxClassicGPU(num_envs, **({} if envs_per_warp is None else {"envs_per_warp": envs_per_warp}))
+    warp = {} if envs_per_warp is None else {"envs_per_warp": envs_per_warp}
+    env = CraftaxClassicGPU(num_envs, reset_pool_size=pool, **warp)
     return time_gpu_env(torch, env, CLASSIC_ACTIONS, seconds, kernels)
 
 
@@ -264,8 +266,9 @@ def main_classic(torch, args):
     peer = build_classic_peer(torch, args.peer_craftax_cu) if args.peer_craftax_cu else None
     rows, records = [], []
     machine = results.this_machine(gpu=torch.cuda.get_device_name())
+    pool = f"reset pool {args.pool:,} worlds" if args.pool else "no reset pool"
     for count in [int(c) for c in args.counts.split(",")]:
-        rate, note = bench_classic_gpu(torch, count, args.seconds, args.kernels, args.envs_per_warp)
+        rate, note = bench_classic_gpu(torch, count, args.pool, args.seconds, args.kernels, args.envs_per_warp)
         torch.cuda.empty_cache()
         rows.append(("GPU CraftaxClassicGPU", count, rate, note))
         print(rows[-1], flush=True)
@@ -278,10 +281,10 @@ def main_classic(torch, args):
         if rate is not None:
             peer_row = {"what": f"craftax.cu craftax_classic, {their_note}", "value": theirs} if peer and theirs else None
             records.append(results.measurement(
-                "craftax-gpu", "CraftaxClassicGPU", f"{count:,} envs, symbolic observations, no reset pool", rate,
+                "craftax-gpu", "CraftaxClassicGPU", f"{count:,} envs, symbolic observations, {pool}", rate,
                 "steps/s", peer=peer_row, machine=machine, note=note))
     if args.cpu_envs:
-        rate, note = bench_cpu(CraftaxClassic, args.cpu_envs, None, args.seconds, CLASSIC_ACTIONS)
+        rate, note = bench_cpu(CraftaxClassic, args.cpu_envs, args.pool, args.seconds, CLASSIC_ACTIONS)
         rows.append(("C env CraftaxClassic", args.cpu_envs, rate, note))
         print(rows[-1], flush=True)
     print("\n| env | envs | steps/s | notes |\n|---|---:|---:|---|")

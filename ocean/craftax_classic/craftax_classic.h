@@ -119,6 +119,16 @@ CRAFTAX_FN const ClassicState* reset_pool_world(const CraftaxClassic* env, Key w
     return &env->reset_pool[j];
 }
 
+// With CLASSIC_OBSERVATION_KERNEL (the device env) steps and resets leave the observation to a
+// kernel of its own (craftax_classic_gpu.cu), which writes it after them with many threads an env.
+CRAFTAX_FN void write_env_observation(CraftaxClassic* env) {
+#ifndef CLASSIC_OBSERVATION_KERNEL
+    classic_observe(&env->state, env->observations);
+#else
+    (void)env;
+#endif
+}
+
 CRAFTAX_FN void generate_reset_world(CraftaxClassic* env, Key world_key) {
 #ifdef __CUDA_ARCH__
     classic_generate_world(world_key, &env->state, env->reset_scratch);
@@ -129,7 +139,7 @@ CRAFTAX_FN void generate_reset_world(CraftaxClassic* env, Key world_key) {
 #endif
 }
 
-CRAFTAX_FN void finish_reset(CraftaxClassic* env) { classic_observe(&env->state, env->observations); }
+CRAFTAX_FN void finish_reset(CraftaxClassic* env) { write_env_observation(env); }
 
 CRAFTAX_FN void c_reset(CraftaxClassic* env) {
     Key world_key = classic_take_world_key(env);
@@ -224,7 +234,7 @@ CRAFTAX_FN int c_step(CraftaxClassic* env) {
         env->has_world_key = 1;
         return 1;
     }
-    classic_observe(s, env->observations);
+    write_env_observation(env);
     return 0;
 }
 

@@ -1,7 +1,7 @@
 // The GPU-resident Craftax-Classic env: the Ocean env of craftax_classic.h stepped by the generic
-// device vecenv (ocean/vecenv_gpu.cuh), one thread per env: its step kernel as it is, and a reset
-// kernel of its own (classic_reset_kernel) in which a warp's lanes copy reset pool worlds together. Built by
-// setup.py into ocean/craftax_classic/libcraftax_classic_gpu.so and driven through ctypes by
+// device vecenv (ocean/vecenv_gpu.cuh): its step kernel as it is (one thread per env), a reset
+// kernel in which a warp's lanes copy reset pool worlds together (classic_reset_kernel), and an
+// observation kernel with many threads an env (classic_observe_kernel). Built by setup.py into ocean/craftax_classic/libcraftax_classic_gpu.so and driven through ctypes by
 // ocean/craftax_classic/gpu.py with raw device pointers of torch tensors and the caller's stream:
 // no torch headers, cudart linked statically.
 //
@@ -86,6 +86,7 @@ CRAFTAX_FN float classic_reference_sinf(float x) {
 
 #define cosf classic_reference_cosf
 #define sinf classic_reference_sinf
+#define CLASSIC_OBSERVATION_KERNEL
 #include "craftax_classic.h"
 #undef cosf
 #undef sinf
@@ -125,8 +126,42 @@ __global__ void classic_reset_kernel(VecGpu vec) {
     }
 }
 
+// Envs per block of the observation kernel. An env's 1,345 floats written by its own thread are
+// stores at a stride of their own, a sector per lane; staged in shared memory by the block (zeroed,
+// then the view's cells spread over CLASSIC_OBSERVE_THREADS threads, the mobs and the status
+// values by the last two) they go out as consecutive words.
+#define CLASSIC_OBSERVE_ENVS 8
+#define CLASSIC_OBSERVE_THREADS (VEC_GPU_BLOCK / CLASSIC_OBSERVE_ENVS)
+#define CLASSIC_VIEW_CELLS (CLASSIC_VIEW_ROWS * CLASSIC_VIEW_COLS)
+static_assert(CLASSIC_OBSERVE_ENVS * CLASSIC_OBS_SIZE * sizeof(float) <= 48 * 1024, "a block's observations fit its static shared memory");
+static_assert(CLASSIC_OBSERVE_THREADS >= 2, "an env's mobs and status values are two threads' work");
+
+__global__ void __launch_bounds__(VEC_GPU_BLOCK) classic_observe_kernel(VecGpu vec) {
+    __shared__ float staged[CLASSIC_OBSERVE_ENVS * CLASSIC_OBS_SIZE];
+    long first = (long)blockIdx.x * CLASSIC_OBSERVE_ENVS;
+    int envs = (int)(vec.num_envs - first < CLASSIC_OBSERVE_ENVS ? vec.num_envs - first : CLASSIC_OBSERVE_ENVS);
+    for (int word = threadIdx.x; word < envs * CLASSIC_OBS_SIZE; word += blockDim.x) staged[word] = 0.0f;
+    __syncthreads();
+    int local = threadIdx.x / CLASSIC_OBSERVE_THREADS, part = threadIdx.x % CLASSIC_OBSERVE_THREADS;
+    if (local < envs) {
+        const ClassicState* s = &vec.envs[first + local].state;
+        float* obs = staged + local * CLASSIC_OBS_SIZE;
+        for (int cell = part; cell < CLASSIC_VIEW_CELLS; cell += CLASSIC_OBSERVE_THREADS) {
+            classic_observe_cell(s, cell / CLASSIC_VIEW_COLS, cell % CLASSIC_VIEW_COLS, obs);
+        }
+        if (part == CLASSIC_OBSERVE_THREADS - 1) classic_observe_all_mobs(s, obs);
+        if (part == CLASSIC_OBSERVE_THREADS - 2) classic_observe_status(s, obs);
+    }
+    __syncthreads();
+    float* out = (float*)vec.observations + first * CLASSIC_OBS_SIZE;
+    for (int word = threadIdx.x; word < envs * CLASSIC_OBS_SIZE; word += blockDim.x) out[word] = staged[word];
+}
+
+// The resets due, then every env's observation.
 static cudaError_t classic_reset_due(VecGpu* vec, cudaStream_t stream) {
     classic_reset_kernel<<<vec_gpu_blocks(vec->reset_threads, vec->reset_block), vec->reset_block, 0, stream>>>(*vec);
+    VEC_GPU_CHECK(cudaGetLastError());
+    classic_observe_kernel<<<vec_gpu_blocks(vec->num_envs, CLASSIC_OBSERVE_ENVS), VEC_GPU_BLOCK, 0, stream>>>(*vec);
     return cudaGetLastError();
 }
 

@@ -68,8 +68,13 @@ AREAS = {
         "`CraftaxCompactGPU` and `CraftaxGPU`, one CUDA thread per env, random actions drawn on the GPU "
         "every step (included in the time), timed with CUDA events, a reset pool of 1,024 worlds. The peer "
         "is the C env with the same observation on every host core in the same run; the JAX reference "
-        "(jit, vmap and a scan of 64 steps) where the `craftax` package is importable.",
-        "python scripts/bench_craftax_gpu.py --record",
+        "(jit, vmap and a scan of 64 steps) where the `craftax` package is importable. `CraftaxClassicGPU` "
+        "rows (`--classic`) stand beside craftax.cu's own Classic CUDA env (`craftax_classic bench`, built from "
+        "a checkout of github.com/Infatoshi/craftax.cu) at the same env count in the same run; craftax.cu "
+        "generates every world, so the rows without a pool are the like-for-like ones and those with a pool "
+        "are the setting Classic trains in.",
+        "python scripts/bench_craftax_gpu.py --record\n"
+        "    python scripts/bench_craftax_gpu.py --classic --pool 1024 --peer-craftax-cu PATH --record",
     ),
     "training": (
         "Training",

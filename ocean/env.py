@@ -44,6 +44,20 @@ def check_seed(env_name, seed):
     return int(seed)
 
 
+_last_pools = {}
+
+
+def shared_reset_pool(binding, size, seed, num_threads):
+    """A game's reset pool (``binding.make_reset_pool``'s worlds), read-only: envs built with the
+    same size and seed share the last pool built for that game, since generating one takes
+    milliseconds per world."""
+    if _last_pools.get(binding.__name__, (None,))[0] != (size, seed):
+        pool = binding.make_reset_pool(size, seed, num_threads)
+        pool.flags.writeable = False
+        _last_pools[binding.__name__] = ((size, seed), pool)
+    return _last_pools[binding.__name__][1]
+
+
 def keyword_names(function):
     return [name for name, parameter in inspect.signature(function).parameters.items()
             if parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY) and name != "self"]

@@ -182,7 +182,7 @@ def test_a_checkpoint_with_a_reset_pool_resumes_with_this_processs_pool():
     for action in actions[50:]:
         later.append([array.copy() for array in env.step(action)[:4]])
     assert sum(int(np.count_nonzero(t | u)) for _, _, t, u in later) > 0, "the continuation must cross resets"
-    classic._last_pool.clear()  # the resumed envs get a pool of their own, at another address
+    classic.reset_pool(1, 0, 1)  # replaces the shared pool: the resumed envs get one of their own, at another address
     resumed = CraftaxClassic(num_envs=8, reset_pool_size=3, reset_pool_seed=2, log_interval=10**9)
     assert resumed._reset_pool is not env._reset_pool
     # The saving envs' pool garbled: reading it through the saved pointer would show.

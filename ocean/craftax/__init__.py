@@ -12,26 +12,16 @@ import numpy as np
 from ocean.craftax import binding
 from ocean.craftax.frames import PixelFrames
 from ocean.craftax.textures import load_atlas
-from ocean.env import OceanEnv, check_int
+from ocean.env import OceanEnv, check_int, shared_reset_pool
 
 OBS_SIZE = binding.LAYOUT["obs_size"]
 COMPACT_OBS_BYTES = binding.LAYOUT["compact_obs_bytes"]
 NUM_ACTIONS = binding.LAYOUT["actions"]
 
 
-_last_pool = {}
-
-
-
 def reset_pool(size, seed, num_threads):
-    """The reset pool's worlds, read-only: envs built with the same size and seed share the last
-    pool built (generating one costs ~5.5 ms per world per thread)."""
-    if (size, seed) not in _last_pool:
-        _last_pool.clear()
-        pool = binding.make_reset_pool(size, seed, num_threads)
-        pool.flags.writeable = False
-        _last_pool[(size, seed)] = pool
-    return _last_pool[(size, seed)]
+    """This game's reset pool of ``size`` worlds from ``seed``, shared (ocean.env.shared_reset_pool)."""
+    return shared_reset_pool(binding, size, seed, num_threads)
 
 
 class Craftax(PixelFrames, OceanEnv):

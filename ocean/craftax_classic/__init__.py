@@ -7,22 +7,14 @@ import numpy as np
 from ocean.craftax.frames import PixelFrames
 from ocean.craftax_classic import binding
 from ocean.craftax_classic.state_view import state_fields
-from ocean.env import OceanEnv, check_int
+from ocean.env import OceanEnv, check_int, shared_reset_pool
 
 NUM_ACTIONS = 17
 
-_last_pool = {}
-
 
 def reset_pool(size, seed, num_threads):
-    """The reset pool's worlds, read-only: envs built with the same size and seed share the last
-    pool built (generating one costs ~0.2 ms per world per thread)."""
-    if (size, seed) not in _last_pool:
-        _last_pool.clear()
-        pool = binding.make_reset_pool(size, seed, num_threads)
-        pool.flags.writeable = False
-        _last_pool[(size, seed)] = pool
-    return _last_pool[(size, seed)]
+    """This game's reset pool of ``size`` worlds from ``seed``, shared (ocean.env.shared_reset_pool)."""
+    return shared_reset_pool(binding, size, seed, num_threads)
 
 
 class CraftaxClassic(PixelFrames, OceanEnv):

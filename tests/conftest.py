@@ -48,6 +48,26 @@ ROOT = Path(__file__).resolve().parent.parent
 SUBPROCESS_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), str(ROOT / "tests"), os.environ.get("PYTHONPATH")]))}
 
 
+def compile_device_source(kernel, include_dir, tmp_path, with_nvcc):
+    """Compiles ``kernel`` (CUDA source including a game's headers from ``include_dir``) with nvcc,
+    or, since nvcc compiles the headers as C++, with the host's g++ (the kernel made a host
+    function); skips when the compiler is not installed."""
+    if with_nvcc:
+        compiler = shutil.which("nvcc")
+        source, command = tmp_path / "kernel.cu", ["-x", "cu", "--fmad=false", "-Werror", "all-warnings"]
+        text = kernel
+    else:
+        compiler = shutil.which("g++")
+        source, command = tmp_path / "kernel.cpp", ["-std=c++17", "-Wall", "-Wextra", "-Werror", "-D_Static_assert=static_assert"]
+        text = kernel.replace("__global__ ", "").replace("blockIdx.x * blockDim.x + threadIdx.x", "0")
+    if compiler is None:
+        pytest.skip(f"{'nvcc' if with_nvcc else 'g++'} not installed")
+    source.write_text(text)
+    result = subprocess.run([compiler, *command, f"-I{include_dir}", "-c", str(source), "-o", str(tmp_path / "kernel.o")],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
 @pytest.fixture(scope="module")
 def side_runs():
     """Starts Python runs (``code`` and its arguments, as ``python -c``, the checkout and tests/

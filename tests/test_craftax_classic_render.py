@@ -6,12 +6,11 @@ block, full and empty inventories, low and high intrinsics and the map's edges. 
 """
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import unavailable
+from conftest import compile_device_source, unavailable
 
 from pufferlib.exceptions import ParameterError
 
@@ -296,30 +295,14 @@ __global__ void render_kernel(const ClassicState* states, const uint8_t* atlas, 
 """
 
 
-def compile_source(command, source, tmp_path):
-    result = subprocess.run([*command, f"-I{ROOT / 'ocean' / 'craftax_classic'}", "-c", str(source), "-o", str(tmp_path / "render.o")],
-                            capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-
-
 def test_renderer_compiles_as_cpp(tmp_path):
     """nvcc compiles the headers as C++: check that much with the host's g++."""
-    compiler = shutil.which("g++")
-    if compiler is None:
-        pytest.skip("g++ not installed")
-    source = tmp_path / "render.cpp"
-    source.write_text(RENDER_KERNEL.replace("__global__ ", "").replace("blockIdx.x * blockDim.x + threadIdx.x", "0"))
-    compile_source([compiler, "-std=c++17", "-Wall", "-Wextra", "-Werror", "-D_Static_assert=static_assert"], source, tmp_path)
+    compile_device_source(RENDER_KERNEL, ROOT / "ocean" / "craftax_classic", tmp_path, with_nvcc=False)
 
 
 @pytest.mark.slow
 def test_renderer_compiles_with_nvcc(tmp_path):
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("nvcc not installed")
-    source = tmp_path / "render.cu"
-    source.write_text(RENDER_KERNEL)
-    compile_source([nvcc, "-x", "cu", "--fmad=false", "-Werror", "all-warnings"], source, tmp_path)
+    compile_device_source(RENDER_KERNEL, ROOT / "ocean" / "craftax_classic", tmp_path, with_nvcc=True)
 
 
 # Recording a policy: puffer eval's video files.

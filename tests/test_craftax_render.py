@@ -7,14 +7,12 @@ craftax's textures.
 """
 
 import base64
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 import test_watch
-from conftest import unavailable
+from conftest import compile_device_source, unavailable
 from test_watch import ARTIFACTS, get_json, wait_for, watch_config
 
 from pufferlib import watch
@@ -174,30 +172,14 @@ __global__ void render_kernel(const GameState* states, const uint8_t* atlas, int
 """
 
 
-def compile_source(command, source, tmp_path):
-    result = subprocess.run([*command, f"-I{ROOT / 'ocean' / 'craftax'}", "-c", str(source), "-o", str(tmp_path / "render.o")],
-                            capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-
-
 def test_renderer_compiles_as_cpp(tmp_path):
     """nvcc compiles the headers as C++: check that much with the host's g++."""
-    compiler = shutil.which("g++")
-    if compiler is None:
-        pytest.skip("g++ not installed")
-    source = tmp_path / "render.cpp"
-    source.write_text(RENDER_KERNEL.replace("__global__ ", "").replace("blockIdx.x * blockDim.x + threadIdx.x", "0"))
-    compile_source([compiler, "-std=c++17", "-Wall", "-Wextra", "-Werror", "-D_Static_assert=static_assert"], source, tmp_path)
+    compile_device_source(RENDER_KERNEL, ROOT / "ocean" / "craftax", tmp_path, with_nvcc=False)
 
 
 @pytest.mark.slow
 def test_renderer_compiles_with_nvcc(tmp_path):
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("nvcc not installed")
-    source = tmp_path / "render.cu"
-    source.write_text(RENDER_KERNEL)
-    compile_source([nvcc, "-x", "cu", "--fmad=false", "-Werror", "all-warnings"], source, tmp_path)
+    compile_device_source(RENDER_KERNEL, ROOT / "ocean" / "craftax", tmp_path, with_nvcc=True)
 
 
 # Without the reference: the env surface and its checks.

@@ -7,12 +7,9 @@ CraftaxCells policy's kernels (``cell_embedding.cu``), which ``embed_cells`` and
 ``embed_cells_grad`` call, and the pixel observation's (``pixels_gpu.cu``), which
 ``CraftaxPixelsGPU`` draws with.
 
-Device hooks (what a GPU-aware trainer calls): ``gpu_reset(seed)``, ``gpu_step(actions)`` (a CUDA
-tensor, used in place: no host copy, no synchronization, capturable in a CUDA graph),
-``gpu_sync_logs()`` (the one synchronizing call) and ``gpu_close()``. The buffers
-``observations``, ``rewards``, ``terminals``, ``truncations``, ``masks`` and ``actions`` are CUDA
-tensors owned by the env and written in place. ``reset``/``step``/``close``/``render`` give the
-plain PufferEnv surface on top.
+The device hooks a GPU-aware trainer calls (``gpu_reset``, ``gpu_step``, ``gpu_sync_logs``,
+``gpu_close``), the CUDA buffers written in place and the plain PufferEnv surface are
+``ocean.gpu_env.DeviceEnv``'s.
 
 Importing this module needs neither torch nor a GPU; constructing an env needs both and the CUDA
 library (built by ``pip install`` / ``setup.py build_ext`` when nvcc is found).

@@ -4,12 +4,9 @@ into ``libcraftax_classic_gpu.so``, one CUDA thread per env. From the same seeds
 observations, rewards, terminals and truncations are bitwise those of the CPU env. The trainer
 selects it with ``ocean.make("puffer_craftax_classic", device="cuda")`` or ``[vec] device = cuda``.
 
-Device hooks (what a GPU-aware trainer calls): ``gpu_reset(seed)``, ``gpu_step(actions)`` (a CUDA
-tensor, used in place: no host copy, no synchronization, capturable in a CUDA graph),
-``gpu_sync_logs()`` (the one synchronizing call) and ``gpu_close()``. The buffers
-``observations``, ``rewards``, ``terminals``, ``truncations``, ``masks`` and ``actions`` are CUDA
-tensors owned by the env and written in place. ``reset``/``step``/``close``/``render`` give the
-plain PufferEnv surface on top.
+The device hooks a GPU-aware trainer calls (``gpu_reset``, ``gpu_step``, ``gpu_sync_logs``,
+``gpu_close``), the CUDA buffers written in place and the plain PufferEnv surface are
+``ocean.gpu_env.DeviceEnv``'s.
 
 Importing this module needs neither torch nor a GPU; constructing an env needs both and the CUDA
 library (built by ``pip install`` / ``setup.py build_ext`` when nvcc is found).
